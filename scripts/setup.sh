@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# halformer set-up: installs every dependency, builds everything, runs the demo.
+# Usage: scripts/setup.sh            (idempotent; re-running only rebuilds what changed)
+# Env:   HALFORMER_BUILD_DIR (default build), HALFORMER_SKIP_APT=1 to skip apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${HALFORMER_BUILD_DIR:-build}
+
+apt_packages=(
+  build-essential g++ git pkg-config
+  libboost-dev          # Boost.Hana: the DSL's compile-time shape algebra
+  catch2                # unit tests (v2.13)
+  nlohmann-json3-dev    # knob files, schedule database, safetensors headers
+  libcli11-dev libfmt-dev
+  pocl-opencl-icd ocl-icd-opencl-dev   # OpenCL on the CPU for GPU-scheduled kernels
+  python3-torch python3-numpy          # reference implementation for fixtures
+  libopenblas-dev                      # BLAS baseline for benchmarks
+)
+
+need_apt=0
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1
+done
+if [[ ${HALFORMER_SKIP_APT:-0} != 1 && $need_apt == 1 ]]; then
+  echo "== apt: installing ${apt_packages[*]}"
+  sudo_cmd=""; [[ $(id -u) == 0 ]] || sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+fi
+
+# Project venv: Halide 21 from its wheel (headers, libHalide, CMake package,
+# autoscheduler plugins) and a CMake new enough for Halide's CMake package.
+if [[ ! -x .venv/bin/python ]]; then
+  echo "== venv: creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import halide, sys; sys.exit(0)" 2>/dev/null ||
+   [[ ! -x .venv/bin/cmake || ! -x .venv/bin/ninja ]]; then
+  echo "== venv: pip install -r scripts/requirements.txt"
+  .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+fi
+halide_dir=$(.venv/bin/python -c "import halide; print(halide.install_dir())")
+echo "== Halide $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("halide"))') at $halide_dir"
+
+export PATH="$root/.venv/bin:$PATH"
+echo "== configure ($build)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHalide_ROOT="$halide_dir" >/dev/null
+echo "== build"
+cmake --build "$build" --parallel "$(nproc)"
+
+echo "== demo"
+"$build/bin/halformer_demo"
