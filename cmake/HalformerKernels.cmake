@@ -1,0 +1,41 @@
+# The CPU kernel library: every kernel for three x86 ISAs with runtime dispatch
+# (most specialised first; the last target is the baseline), one shared Halide
+# runtime, merged into lib/libhalformer_kernels.a with include/halformer_kernels.h.
+
+set(HALFORMER_X86_TARGETS
+    x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
+    x86-64-linux-avx-avx2-f16c-fma-sse41
+    x86-64-linux-sse41
+    CACHE STRING "Halide targets of the CPU kernel library, most specialised first")
+
+add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41)
+
+set(HALFORMER_KERNELS "")
+# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...]): function hf_NAME.
+function(halformer_kernel name)
+  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+  add_halide_library(hf_${name} FROM halformer.generators
+    GENERATOR ${ARG_GENERATOR}
+    FUNCTION_NAME hf_${name}
+    TARGETS ${HALFORMER_X86_TARGETS}
+    USE_RUNTIME halformer_runtime
+    PARAMS knob_file=${HALFORMER_KNOB_FILE} ${ARG_PARAMS}
+    DEPENDS ${HALFORMER_KNOB_FILE}
+    STMT hf_${name}_stmt)
+  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
+endfunction()
+
+halformer_kernel(embedding GENERATOR embedding)
+halformer_kernel(qkv_projection GENERATOR qkv_projection)
+halformer_kernel(kv_projection GENERATOR kv_projection)
+halformer_kernel(q_projection GENERATOR q_projection)
+halformer_kernel(attention GENERATOR attention)
+halformer_kernel(out_projection GENERATOR out_projection)
+halformer_kernel(ffn_relu GENERATOR ffn PARAMS activation=relu)
+halformer_kernel(ffn_gelu GENERATOR ffn PARAMS activation=gelu)
+halformer_kernel(layernorm GENERATOR layernorm)
+halformer_kernel(add_layernorm GENERATOR add_layernorm)
+halformer_kernel(softmax GENERATOR softmax PARAMS log=false)
+halformer_kernel(log_softmax GENERATOR softmax PARAMS log=true)
+halformer_kernel(logits GENERATOR logits)
+set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)

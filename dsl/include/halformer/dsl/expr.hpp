@@ -1,0 +1,266 @@
+// The halformer tensor-expression graph.
+//
+// An expression is a value of type tensor<Op, Shape, Args...>: the operation, the
+// static shape (dimension symbols, innermost first) and its operands. Building an
+// expression checks shapes at compile time; nothing here depends on Halide, so the
+// runtime can walk the same graphs that the generators lower (see lower.hpp).
+#pragma once
+
+#include "halformer/dsl/dims.hpp"
+
+#include <string>
+
+namespace halformer::dsl {
+
+enum class dtype { f32, i32, boolean };
+
+template <class Op, class Shape, class... Args> struct tensor {
+  using op_type = Op;
+  using shape_type = Shape;
+  static constexpr Shape shape{};
+  static constexpr std::size_t rank = rank_v<Shape>;
+  Op op;
+  hana::tuple<Args...> args;
+};
+
+template <class T> struct is_tensor : std::false_type {};
+template <class Op, class S, class... A> struct is_tensor<tensor<Op, S, A...>> : std::true_type {};
+template <class T>
+concept Tensor = is_tensor<std::decay_t<T>>::value;
+
+template <Tensor T> using shape_t = typename std::decay_t<T>::shape_type;
+
+// Every operation carries the name of the stage it lowers to; schedules refer to
+// stages by these names, so they are part of a kernel's interface.
+namespace op {
+struct input {
+  std::string name;
+  dtype type = dtype::f32;
+};
+struct param { // a scalar argument (eps, a flag, an offset)
+  std::string name;
+  dtype type = dtype::f32;
+};
+struct contract { // sum over the dimensions shared by both operands and absent from the result
+  std::string name;
+  bool has_bias = false;
+};
+struct transpose {
+  std::string name;
+};
+struct add {
+  std::string name;
+};
+struct add_broadcast {
+  std::string name;
+};
+struct scale {
+  std::string name;
+};
+enum class activation { relu, gelu };
+struct unary {
+  std::string name;
+  activation fn;
+};
+struct softmax { // over dim 0, masked by key lengths and an optional causal rule
+  std::string name;
+  bool log = false;
+};
+struct layernorm { // over dim 0
+  std::string name;
+};
+struct gather { // embedding rows by token id
+  std::string name;
+};
+struct sinusoidal { // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
+  std::string name;
+};
+struct split_heads {
+  std::string name;
+};
+struct merge_heads {
+  std::string name;
+};
+struct attention { // softmax(q.k / sqrt(d_k), masked) . v, over all heads and batch rows
+  std::string name;
+};
+} // namespace op
+
+template <class Op, class Shape, class... Args>
+constexpr auto make(Op o, Shape, Args... a) {
+  return tensor<Op, Shape, Args...>{std::move(o), hana::make_tuple(std::move(a)...)};
+}
+
+// ---- leaves ---------------------------------------------------------------------
+
+template <class S> auto input(std::string name, S s, dtype type = dtype::f32) {
+  return make(op::input{std::move(name), type}, s);
+}
+inline auto param(std::string name, dtype type = dtype::f32) {
+  return make(op::param{std::move(name), type}, hana::make_tuple());
+}
+
+// ---- linear algebra ----------------------------------------------------------------
+
+// out(Out) = sum over (dims of A and B not in Out) of a * b  [+ bias(Bias)]
+template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B b, Out out) {
+  using SA = shape_t<A>;
+  using SB = shape_t<B>;
+  static_assert(is_subset_v<Out, decltype(hana::concat(SA{}, SB{}))>,
+                "halformer::dsl::contract: the result names a dimension neither operand has");
+  static_assert(decltype(hana::length(minus(common(SA{}, SB{}), Out{})))::value > 0,
+                "halformer::dsl::contract: the operands share no dimension to contract over "
+                "(mismatched dimensions)");
+  static_assert(is_subset_v<decltype(minus(SA{}, SB{})), Out> &&
+                    is_subset_v<decltype(minus(SB{}, SA{})), Out>,
+                "halformer::dsl::contract: a dimension of only one operand is missing from the "
+                "result (it would be summed without a partner: mismatched dimensions)");
+  return make(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
+}
+
+// y = x . W + bias, contracting x's dim 0 (its features) with W's last dimension.
+// The result is W's leading dimensions followed by x's others, unless `out` reorders
+// them (e.g. a head layout (d_k, t, heads, batch)).
+template <Tensor X, Tensor W, Tensor Bias, class Out>
+auto linear(std::string name, X x, W w, Bias bias, Out out) {
+  using SX = shape_t<X>;
+  using SW = shape_t<W>;
+  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>,
+                               std::decay_t<decltype(hana::back(SW{}))>>,
+                "halformer::dsl::linear: the weight's last (input) dimension must be the input's "
+                "dim 0 (its features)");
+  using Natural = decltype(hana::concat(hana::drop_back(SW{}), hana::drop_front(SX{})));
+  static_assert(is_permutation_v<Out, Natural>,
+                "halformer::dsl::linear: the result must hold exactly the weight's output "
+                "dimensions and the input's non-feature dimensions");
+  static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_back(SW{}))>,
+                "halformer::dsl::linear: the bias must have the weight's output dimensions");
+  (void)contract(name, x, w, out); // the same checks as a plain contraction
+  return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w),
+              std::move(bias));
+}
+template <Tensor X, Tensor W, Tensor Bias> auto linear(std::string name, X x, W w, Bias bias) {
+  using Natural =
+      decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
+  return linear(std::move(name), std::move(x), std::move(w), std::move(bias), Natural{});
+}
+
+template <Tensor A, class Out> auto transpose(std::string name, A a, Out out) {
+  static_assert(is_permutation_v<Out, shape_t<A>>,
+                "halformer::dsl::transpose: the result must be a permutation of the operand's "
+                "dimensions");
+  return make(op::transpose{std::move(name)}, out, std::move(a));
+}
+
+// ---- elementwise -------------------------------------------------------------------
+
+template <Tensor A, Tensor B> auto add(std::string name, A a, B b) {
+  static_assert(same_shape_v<shape_t<A>, shape_t<B>>,
+                "halformer::dsl::add: operands must have the same dimensions in the same order");
+  return make(op::add{std::move(name)}, shape_t<A>{}, std::move(a), std::move(b));
+}
+
+// a + b where b's dimensions are a subset of a's (a bias, a positional table).
+template <Tensor A, Tensor B> auto add_broadcast(std::string name, A a, B b) {
+  static_assert(is_subset_v<shape_t<B>, shape_t<A>>,
+                "halformer::dsl::add_broadcast: every dimension of the broadcast operand must be "
+                "a dimension of the other operand");
+  return make(op::add_broadcast{std::move(name)}, shape_t<A>{}, std::move(a), std::move(b));
+}
+
+template <Tensor A, Tensor S> auto scale(std::string name, A a, S s) {
+  static_assert(rank_v<shape_t<S>> == 0, "halformer::dsl::scale: the factor must be a scalar");
+  return make(op::scale{std::move(name)}, shape_t<A>{}, std::move(a), std::move(s));
+}
+
+template <Tensor A> auto relu(std::string name, A a) {
+  return make(op::unary{std::move(name), op::activation::relu}, shape_t<A>{}, std::move(a));
+}
+template <Tensor A> auto gelu(std::string name, A a) {
+  return make(op::unary{std::move(name), op::activation::gelu}, shape_t<A>{}, std::move(a));
+}
+template <Tensor A> auto activate(std::string name, op::activation fn, A a) {
+  return make(op::unary{std::move(name), fn}, shape_t<A>{}, std::move(a));
+}
+
+// ---- normalisations ----------------------------------------------------------------
+
+// The mask vocabulary shared by softmax and attention: position k of row (q, b) is
+// valid iff k < lengths(b) and, when causal != 0, k <= q + offset. A row with no
+// valid position yields zeros (softmax) or the lowest float (log-softmax).
+template <Tensor X, Tensor L, Tensor C, Tensor O>
+auto masked_softmax(std::string name, X x, L lengths, C causal, O offset, bool log = false) {
+  using SX = shape_t<X>;
+  static_assert(rank_v<SX> == 3, "halformer::dsl::masked_softmax: expects (keys, rows, batch)");
+  static_assert(std::is_same_v<shape_t<L>, decltype(hana::make_tuple(hana::back(SX{})))>,
+                "halformer::dsl::masked_softmax: lengths must be indexed by the batch dimension");
+  static_assert(rank_v<shape_t<C>> == 0 && rank_v<shape_t<O>> == 0,
+                "halformer::dsl::masked_softmax: causal and offset are scalars");
+  return make(op::softmax{std::move(name), log}, SX{}, std::move(x), std::move(lengths),
+              std::move(causal), std::move(offset));
+}
+
+template <Tensor X, Tensor G, Tensor B, Tensor E>
+auto layernorm(std::string name, X x, G gamma, B beta, E eps) {
+  using Feature = decltype(hana::make_tuple(hana::front(shape_t<X>{})));
+  static_assert(std::is_same_v<shape_t<G>, Feature> && std::is_same_v<shape_t<B>, Feature>,
+                "halformer::dsl::layernorm: gamma and beta must be indexed by the input's dim 0");
+  static_assert(rank_v<shape_t<E>> == 0, "halformer::dsl::layernorm: eps is a scalar");
+  return make(op::layernorm{std::move(name)}, shape_t<X>{}, std::move(x), std::move(gamma),
+              std::move(beta), std::move(eps));
+}
+
+// ---- embeddings --------------------------------------------------------------------
+
+// table (d, vocab), ids (t, batch) -> (d, t, batch). Ids outside [0, vocab) are a
+// kernel error, never a read out of bounds.
+template <Tensor Table, Tensor Ids> auto gather(std::string name, Table table, Ids ids) {
+  static_assert(rank_v<shape_t<Table>> == 2, "halformer::dsl::gather: the table is (d, vocab)");
+  using Out = decltype(hana::prepend(shape_t<Ids>{}, hana::front(shape_t<Table>{})));
+  return make(op::gather{std::move(name)}, Out{}, std::move(table), std::move(ids));
+}
+
+// Sinusoidal positions (d, t) for positions offset .. offset + extent(t) - 1.
+template <class D, class T, Tensor O> auto sinusoidal(std::string name, D d, T t, O offset) {
+  static_assert(rank_v<shape_t<O>> == 0, "halformer::dsl::sinusoidal: the offset is a scalar");
+  return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset));
+}
+
+// ---- heads -------------------------------------------------------------------------
+
+// (d_model, t, batch) -> (d_k, t, heads, batch) with feature i = head * d_k + j.
+template <Tensor X> auto split_heads(std::string name, X x) {
+  static_assert(std::is_same_v<shape_t<X>, decltype(shape(dims::d_model, dims::t, dims::batch))>,
+                "halformer::dsl::split_heads: expects (d_model, t, batch)");
+  return make(op::split_heads{std::move(name)},
+              shape(dims::d_k, dims::t, dims::heads, dims::batch), std::move(x));
+}
+template <Tensor X> auto merge_heads(std::string name, X x) {
+  static_assert(
+      std::is_same_v<shape_t<X>, decltype(shape(dims::d_k, dims::t, dims::heads, dims::batch))>,
+      "halformer::dsl::merge_heads: expects (d_k, t, heads, batch)");
+  return make(op::merge_heads{std::move(name)}, shape(dims::d_model, dims::t, dims::batch),
+              std::move(x));
+}
+
+// ---- attention -----------------------------------------------------------------------
+
+// Scaled dot-product attention over all heads of a batch:
+// q (d_k, t, heads, batch), k and v (d_k, tk, heads, batch), lengths (batch) masks
+// keys >= length, causal masks keys > query + offset. Result (d_k, t, heads, batch).
+template <Tensor Q, Tensor K, Tensor V, Tensor L, Tensor C, Tensor O>
+auto attention(std::string name, Q q, K k, V v, L lengths, C causal, O offset) {
+  using namespace dims;
+  static_assert(std::is_same_v<shape_t<Q>, decltype(shape(d_k, t, heads, batch))>,
+                "halformer::dsl::attention: q must be (d_k, t, heads, batch)");
+  static_assert(std::is_same_v<shape_t<K>, decltype(shape(d_k, tk, heads, batch))>,
+                "halformer::dsl::attention: k must be (d_k, tk, heads, batch)");
+  static_assert(std::is_same_v<shape_t<V>, shape_t<K>>,
+                "halformer::dsl::attention: v must have k's shape");
+  static_assert(std::is_same_v<shape_t<L>, decltype(shape(batch))>,
+                "halformer::dsl::attention: lengths must be (batch)");
+  return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k),
+              std::move(v), std::move(lengths), std::move(causal), std::move(offset));
+}
+
+} // namespace halformer::dsl

@@ -1,0 +1,335 @@
+// Lowering: a DSL expression becomes Halide Funcs, one per named stage.
+//
+// Each dimension symbol is one Halide Var (named after the symbol) with one extent.
+// The first input bound with a dimension defines its extent; every later input or
+// output carrying the same symbol gets a buffer constraint to equal it, so a caller
+// passing inconsistent shapes gets a Halide error code and message, not a wrong
+// answer or a read out of bounds.
+#pragma once
+
+#include "halformer/dsl/expr.hpp"
+
+#include <Halide.h>
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+namespace halformer::dsl {
+
+// What attention's masks write into logits that may not be attended: finite, so
+// that fast-math code never sees inf - inf, and far below any real logit.
+inline constexpr float masked_logit = -1e30f;
+
+struct lowered {
+  Halide::Func f;
+  std::vector<std::string> dims; // innermost first
+};
+
+class lowering {
+public:
+  // Algorithm parameters that shape the graph (e.g. attention's key-chunk size).
+  std::map<std::string, int> options;
+
+  // ---- binding --------------------------------------------------------------------
+
+  template <class Op, class S, class Buffer>
+    requires requires(Buffer& b) { b.dim(0); }
+  void bind(const tensor<Op, S>& leaf, Buffer& buf) {
+    static_assert(std::is_same_v<Op, op::input>, "bind: only input leaves bind to buffers");
+    const auto names = dim_names(S{});
+    if (buf.dimensions() != static_cast<int>(names.size()))
+      throw std::logic_error("bind " + leaf.op.name + ": rank mismatch");
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string dim{names[i]};
+      buf.dim(i).set_min(0);
+      if (auto e = extents_.find(dim); e != extents_.end())
+        buf.dim(i).set_extent(e->second);
+      else
+        extents_[dim] = buf.dim(i).extent();
+    }
+    inputs_[leaf.op.name] = lowered{Halide::Func(buf), {names.begin(), names.end()}};
+  }
+
+  template <class Op> void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::Expr value) {
+    static_assert(std::is_same_v<Op, op::param>, "bind: scalars bind to param leaves");
+    scalars_[leaf.op.name] = std::move(value);
+  }
+
+  // Constrains an output buffer to the extents of its dimension symbols.
+  template <class S, class Buffer> void bind_output(S, Buffer& out) {
+    const auto names = dim_names(S{});
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      out.dim(i).set_min(0);
+      out.dim(i).set_extent(extent(std::string{names[i]}));
+    }
+  }
+
+  Halide::Var var(const std::string& dim) const { return Halide::Var(dim); }
+  Halide::Expr extent(const std::string& dim) const {
+    auto e = extents_.find(dim);
+    if (e == extents_.end())
+      throw std::logic_error("lowering: no input defines the extent of dimension '" + dim + "'");
+    return e->second;
+  }
+  bool has_extent(const std::string& dim) const { return extents_.count(dim) != 0; }
+
+  // ---- stages -------------------------------------------------------------------
+
+  Halide::Func stage(const std::string& name) const {
+    auto s = stages_.find(name);
+    if (s == stages_.end()) {
+      std::string known;
+      for (const auto& [n, l] : stages_) known += " " + n;
+      throw std::logic_error("schedule refers to unknown stage '" + name + "'; stages:" + known);
+    }
+    return s->second.f;
+  }
+  Halide::RDom rdom(const std::string& stage_name) const {
+    auto r = rdoms_.find(stage_name);
+    if (r == rdoms_.end()) throw std::logic_error("stage '" + stage_name + "' has no reduction");
+    return r->second;
+  }
+  bool has_stage(const std::string& name) const { return stages_.count(name) != 0; }
+
+  // ---- lowering -----------------------------------------------------------------
+
+  template <class Op, class S, class... A> lowered lower(const tensor<Op, S, A...>& t) {
+    if constexpr (std::is_same_v<Op, op::input>) {
+      auto in = inputs_.find(t.op.name);
+      if (in == inputs_.end())
+        throw std::logic_error("lowering: input '" + t.op.name + "' was not bound");
+      return in->second;
+    } else if constexpr (std::is_same_v<Op, op::param>) {
+      Halide::Func f(t.op.name + "_param");
+      f() = scalar(t.op.name);
+      return {f, {}};
+    } else {
+      if (auto s = stages_.find(t.op.name); s != stages_.end()) return s->second;
+      std::vector<lowered> args;
+      hana::for_each(t.args, [&](const auto& a) { args.push_back(lower(a)); });
+      const auto names = dim_names(S{});
+      std::vector<std::string> out{names.begin(), names.end()};
+      lowered result{Halide::Func(t.op.name), out};
+      build(t.op, result, args, t.args);
+      stages_[t.op.name] = result;
+      return result;
+    }
+  }
+
+  Halide::Expr scalar(const std::string& name) const {
+    auto s = scalars_.find(name);
+    if (s == scalars_.end()) throw std::logic_error("lowering: param '" + name + "' was not bound");
+    return s->second;
+  }
+
+private:
+  std::map<std::string, Halide::Expr> extents_;
+  std::map<std::string, lowered> inputs_;
+  std::map<std::string, Halide::Expr> scalars_;
+  std::map<std::string, lowered> stages_;
+  std::map<std::string, Halide::RDom> rdoms_;
+
+  // A new Func registered as stage `name` (Halide may uniquify Func::name(); the
+  // registry keeps the name schedules use).
+  Halide::Func new_stage(const std::string& name) {
+    Halide::Func f(name);
+    stages_[name] = {f, {}};
+    return f;
+  }
+
+  // Pure Vars of a lowered tensor, in its order.
+  std::vector<Halide::Var> vars(const lowered& l) const {
+    std::vector<Halide::Var> v;
+    for (const auto& d : l.dims) v.push_back(var(d));
+    return v;
+  }
+  std::vector<Halide::Expr> exprs(const lowered& l) const {
+    std::vector<Halide::Expr> v;
+    for (const auto& d : l.dims) v.push_back(var(d));
+    return v;
+  }
+  // Calls `l` with each dimension bound to `at[dim]` if given, else its Var.
+  Halide::Expr call(const lowered& l, const std::map<std::string, Halide::Expr>& at = {}) const {
+    std::vector<Halide::Expr> a;
+    for (const auto& d : l.dims) {
+      auto it = at.find(d);
+      a.push_back(it != at.end() ? it->second : Halide::Expr(var(d)));
+    }
+    return l.f(a);
+  }
+  Halide::Expr scalar_of(const lowered& l) const { return l.f(); }
+
+  template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered &lhs = a[0], &rhs = a[1];
+    std::vector<std::string> reduced;
+    for (const auto& d : lhs.dims)
+      if (std::find(rhs.dims.begin(), rhs.dims.end(), d) != rhs.dims.end() &&
+          std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
+        reduced.push_back(d);
+    Halide::Region ranges;
+    for (const auto& d : reduced) ranges.emplace_back(0, extent(d));
+    Halide::RDom rd(ranges, o.name + "_r");
+    std::map<std::string, Halide::Expr> at;
+    for (std::size_t i = 0; i < reduced.size(); ++i) at[reduced[i]] = rd[i];
+    r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
+    r.f(vars(r)) += call(lhs, at) * call(rhs, at);
+    rdoms_[o.name] = rd;
+  }
+  template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
+    r.f(vars(r)) = call(a[0]);
+  }
+  template <class Args> void build(const op::add&, lowered& r, std::vector<lowered>& a, const Args&) {
+    r.f(vars(r)) = call(a[0]) + call(a[1]);
+  }
+  template <class Args> void build(const op::add_broadcast&, lowered& r, std::vector<lowered>& a, const Args&) {
+    r.f(vars(r)) = call(a[0]) + call(a[1]);
+  }
+  template <class Args> void build(const op::scale&, lowered& r, std::vector<lowered>& a, const Args&) {
+    r.f(vars(r)) = call(a[0]) * scalar_of(a[1]);
+  }
+  template <class Args> void build(const op::unary& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    Halide::Expr x = call(a[0]);
+    if (o.fn == op::activation::relu)
+      r.f(vars(r)) = Halide::max(x, 0.0f);
+    else // exact GELU, as PyTorch's default: x/2 (1 + erf(x / sqrt 2))
+      r.f(vars(r)) = 0.5f * x * (1.0f + Halide::erf(x * float(M_SQRT1_2)));
+  }
+
+  // Mask shared by softmax and attention (see expr.hpp).
+  Halide::Expr valid(Halide::Expr key, Halide::Expr query, Halide::Expr length, Halide::Expr causal,
+                     Halide::Expr offset) const {
+    return key < length && (causal == 0 || key <= query + offset);
+  }
+
+  template <class Args> void build(const op::softmax& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    const std::string &k = r.dims[0], &q = r.dims[1], &b = r.dims[2];
+    Halide::Var vk = var(k), vq = var(q), vb = var(b);
+    Halide::Expr ok = valid(vk, vq, a[1].f(vb), Halide::cast<int>(scalar_of(a[2])), scalar_of(a[3]));
+    Halide::Func masked = new_stage(o.name + "_masked"), row_max = new_stage(o.name + "_max"),
+                 e = new_stage(o.name + "_exp"), row_sum = new_stage(o.name + "_sum");
+    masked(vk, vq, vb) = Halide::select(ok, call(x), masked_logit);
+    Halide::RDom rk(0, extent(k), o.name + "_rk");
+    row_max(vq, vb) = masked_logit;
+    row_max(vq, vb) = Halide::max(row_max(vq, vb), masked(rk, vq, vb));
+    e(vk, vq, vb) = Halide::select(ok, Halide::exp(masked(vk, vq, vb) - row_max(vq, vb)), 0.0f);
+    row_sum(vq, vb) = 0.0f;
+    row_sum(vq, vb) += e(rk, vq, vb);
+    if (o.log)
+      r.f(vk, vq, vb) = Halide::select(ok, masked(vk, vq, vb) - row_max(vq, vb) - Halide::log(row_sum(vq, vb)),
+                                       Halide::Float(32).min());
+    else
+      r.f(vk, vq, vb) = Halide::select(row_sum(vq, vb) > 0.0f, e(vk, vq, vb) / row_sum(vq, vb), 0.0f);
+    rdoms_[o.name] = rk;
+  }
+
+  template <class Args> void build(const op::layernorm& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    const std::string& d = r.dims[0];
+    std::vector<Halide::Var> rows;
+    for (std::size_t i = 1; i < r.dims.size(); ++i) rows.push_back(var(r.dims[i]));
+    Halide::RDom rd(0, extent(d), o.name + "_rd");
+    Halide::Func sum = new_stage(o.name + "_sum"), mean = new_stage(o.name + "_mean"),
+                 sq = new_stage(o.name + "_sqdev"), rstd = new_stage(o.name + "_rstd");
+    Halide::Expr n = Halide::cast<float>(extent(d));
+    std::map<std::string, Halide::Expr> at_r{{d, rd.x}};
+    sum(rows) = 0.0f;
+    sum(rows) += call(x, at_r);
+    mean(rows) = sum(rows) / n;
+    // Two passes (mean, then squared deviations): no cancellation for large means.
+    sq(rows) = 0.0f;
+    sq(rows) += Halide::pow(call(x, at_r) - mean(rows), 2);
+    rstd(rows) = 1.0f / Halide::sqrt(sq(rows) / n + scalar_of(a[3]));
+    r.f(vars(r)) = (call(x) - mean(rows)) * rstd(rows) * call(a[1]) + call(a[2]);
+    rdoms_[o.name] = rd;
+  }
+
+  template <class Args> void build(const op::gather& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered &table = a[0], &ids = a[1];
+    Halide::Expr vocab = extent(table.dims[1]);
+    Halide::Func checked = new_stage(o.name + "_ids");
+    Halide::Expr id = call(ids);
+    checked(vars(ids)) = Halide::require(id >= 0 && id < vocab, id, "token id", id, "at position",
+                                         var(ids.dims[0]), "of batch row", var(ids.dims[1]),
+                                         "is outside the vocabulary [0,", vocab, ")");
+    r.f(vars(r)) = table.f(var(r.dims[0]), Halide::clamp(checked(vars(ids)), 0, vocab - 1));
+  }
+
+  template <class Args> void build(const op::sinusoidal&, lowered& r, std::vector<lowered>& a, const Args&) {
+    Halide::Var d = var(r.dims[0]), t = var(r.dims[1]);
+    Halide::Expr pos = Halide::cast<float>(t + scalar_of(a[0]));
+    Halide::Expr pair = Halide::cast<float>(d / 2 * 2);
+    Halide::Expr freq = Halide::exp(pair * float(-std::log(10000.0)) / Halide::cast<float>(extent(r.dims[0])));
+    Halide::Expr angle = pos * freq;
+    r.f(d, t) = Halide::select(d % 2 == 0, Halide::sin(angle), Halide::cos(angle));
+  }
+
+  template <class Args> void build(const op::split_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
+    Halide::Var j = var("d_k"), t = var("t"), h = var("heads"), b = var("batch");
+    r.f(j, t, h, b) = a[0].f(j + h * extent("d_k"), t, b);
+  }
+  template <class Args> void build(const op::merge_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
+    Halide::Var i = var("d_model"), t = var("t"), b = var("batch");
+    Halide::Expr dk = extent("d_k");
+    if (!has_extent("d_model")) extents_["d_model"] = dk * extent("heads");
+    r.f(i, t, b) = a[0].f(i % dk, t, i / dk, b);
+  }
+
+  // Attention in key chunks (FlashAttention's algebra without loop-carried state):
+  // per (query, chunk) the chunk's max, sum of exponentials and partial output; then
+  // the chunks are merged with weights exp(chunk_max - max). No stage is Tq x Tk per
+  // head unless a schedule computes it so; decode steps (Tq = 1) parallelise over chunks.
+  template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered &q = a[0], &k = a[1], &v = a[2], &len = a[3];
+    Halide::Expr causal = Halide::cast<int>(scalar_of(a[4])), offset = scalar_of(a[5]);
+    const int chunk = options.count("kv_chunk") ? options.at("kv_chunk") : 64;
+    Halide::Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c");
+    Halide::Expr dk = extent("d_k"), tk = extent("tk");
+    Halide::Expr chunks = (tk + chunk - 1) / chunk;
+    Halide::Expr scale = 1.0f / Halide::sqrt(Halide::cast<float>(dk));
+    auto key = [&](Halide::Expr kk_, Halide::Expr c_) { return c_ * chunk + kk_; };
+    auto clamp_key = [&](Halide::Expr k_) { return Halide::min(k_, tk - 1); };
+    auto ok = [&](Halide::Expr kk_, Halide::Expr c_) {
+      return valid(key(kk_, c_), t, Halide::min(len.f(b), tk), causal, offset);
+    };
+    const std::string n = o.name;
+    Halide::Func k_t = new_stage(n + "_k_t"), scores = new_stage(n + "_scores"),
+                 logits = new_stage(n + "_logits"), chunk_max = new_stage(n + "_chunk_max"),
+                 p = new_stage(n + "_p"), chunk_sum = new_stage(n + "_chunk_sum"),
+                 chunk_out = new_stage(n + "_chunk_out"), row_max = new_stage(n + "_max"),
+                 weight = new_stage(n + "_weight"), row_sum = new_stage(n + "_sum"),
+                 row_out = new_stage(n + "_out_unnormalized");
+    // Keys with the key index innermost, so scores vectorise across keys.
+    k_t(kk, c, d, h, b) = k.f(d, clamp_key(key(kk, c)), h, b);
+    Halide::RDom rd(0, dk, n + "_rd");
+    scores(kk, c, t, h, b) = 0.0f;
+    scores(kk, c, t, h, b) += q.f(rd, t, h, b) * k_t(kk, c, rd, h, b);
+    Halide::RDom rk(0, chunk, n + "_rk");
+    Halide::Expr logit = Halide::select(ok(kk, c), scores(kk, c, t, h, b) * scale, masked_logit);
+    logits(kk, c, t, h, b) = logit;
+    chunk_max(c, t, h, b) = masked_logit;
+    chunk_max(c, t, h, b) = Halide::max(chunk_max(c, t, h, b), logits(rk, c, t, h, b));
+    p(kk, c, t, h, b) = Halide::select(ok(kk, c), Halide::exp(logits(kk, c, t, h, b) - chunk_max(c, t, h, b)), 0.0f);
+    chunk_sum(c, t, h, b) = 0.0f;
+    chunk_sum(c, t, h, b) += p(rk, c, t, h, b);
+    chunk_out(d, c, t, h, b) = 0.0f;
+    chunk_out(d, c, t, h, b) += p(rk, c, t, h, b) * v.f(d, clamp_key(key(rk, c)), h, b);
+    Halide::RDom rc(0, chunks, n + "_rc");
+    row_max(t, h, b) = masked_logit;
+    row_max(t, h, b) = Halide::max(row_max(t, h, b), chunk_max(rc, t, h, b));
+    weight(c, t, h, b) = Halide::exp(chunk_max(c, t, h, b) - row_max(t, h, b));
+    row_sum(t, h, b) = 0.0f;
+    row_sum(t, h, b) += weight(rc, t, h, b) * chunk_sum(rc, t, h, b);
+    row_out(d, t, h, b) = 0.0f;
+    row_out(d, t, h, b) += weight(rc, t, h, b) * chunk_out(d, rc, t, h, b);
+    // A row with no valid key (length 0) is defined as zeros.
+    r.f(d, t, h, b) = Halide::select(row_sum(t, h, b) > 0.0f, row_out(d, t, h, b) / row_sum(t, h, b), 0.0f);
+    rdoms_[n + "_scores"] = rd;
+    rdoms_[n + "_chunk"] = rk;
+    rdoms_[n + "_merge"] = rc;
+  }
+};
+
+} // namespace halformer::dsl

@@ -1,0 +1,34 @@
+// What every halformer generator shares: the knob parameters the build and the
+// tuner set, and the binding of a lowered DSL expression to an Output.
+#pragma once
+
+#include "halformer/dsl/kernels.hpp"
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/knobs.hpp"
+
+#include <Halide.h>
+
+// knob_file: JSON knob values per ISA (schedules/knobs/*.json);
+// knobs: "name=value,..." overrides (the tuner's candidates).
+#define HALFORMER_KNOB_PARAMS                                                                      \
+  GeneratorParam<std::string> knob_file{"knob_file", ""};                                          \
+  GeneratorParam<std::string> knobs{"knobs", ""};                                                  \
+  halformer::schedules::knob_values knobs_for(const std::string& kernel,                           \
+                                              const std::vector<halformer::schedules::knob_decl>& decls) { \
+    return halformer::schedules::load_knobs(kernel, decls, get_target(), knob_file, knobs);        \
+  }
+
+namespace halformer::generators {
+
+// out(dims...) = l(dims...), with out's extents constrained to the dimension symbols.
+template <class Output> void emit(dsl::lowering& ctx, const dsl::lowered& l, Output& out) {
+  std::vector<Halide::Var> vars;
+  for (const auto& d : l.dims) vars.push_back(ctx.var(d));
+  out(vars) = l.f(vars);
+  for (std::size_t i = 0; i < l.dims.size(); ++i) {
+    out.dim(i).set_min(0);
+    out.dim(i).set_extent(ctx.extent(l.dims[i]));
+  }
+}
+
+} // namespace halformer::generators

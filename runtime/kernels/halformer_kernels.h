@@ -1,0 +1,40 @@
+/* halformer CPU kernel library: ISA selection and error reporting.
+ *
+ * Every kernel hf_<name>() is declared in its own header hf_<name>.h (included
+ * below) and returns 0 or a Halide error code. Each kernel holds code for AVX-512
+ * (Skylake set), AVX2+FMA and SSE4.1 and runs the most specialised one the CPU
+ * supports, unless an ISA is forced: set HALFORMER_ISA=avx512|avx2|sse41|auto
+ * before halformer_kernels_init(), or call halformer_force_isa().
+ * Plain C; needs no Halide installation (HalideRuntime.h ships beside this header). */
+#ifndef HALFORMER_KERNELS_H
+#define HALFORMER_KERNELS_H
+
+#include "HalideRuntime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Installs the ISA selection and the error handler; reads HALFORMER_ISA.
+ * Returns 0, or -1 if HALFORMER_ISA names no ISA (see halformer_last_error()). */
+int halformer_kernels_init(void);
+
+/* "auto", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
+ * Forcing an ISA the CPU lacks falls back to the next one it has. */
+int halformer_force_isa(const char *isa);
+
+/* The ISA the kernels run now: "avx512", "avx2" or "sse41". */
+const char *halformer_active_isa(void);
+
+/* Whether the CPU itself supports `isa` (ignoring any forcing). */
+int halformer_cpu_supports(const char *isa);
+
+/* The message of the last kernel error on this thread ("" if none). */
+const char *halformer_last_error(void);
+void halformer_clear_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

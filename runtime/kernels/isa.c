@@ -1,0 +1,108 @@
+/* ISA forcing and error capture for the multi-target kernels. Halide's dispatcher
+ * asks halide_can_use_target_features() for each target's feature set, most
+ * specialised first; we answer "no" for sets above the forced level. */
+#include "halformer_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum level { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AUTO = 4 };
+#define FEATURE_WORDS ((halide_target_feature_end + 63) / 64)
+
+static volatile int forced_level = LEVEL_AUTO;
+static _Thread_local char last_error[4096];
+
+static int feature_level(int f) {
+  switch (f) {
+  case halide_target_feature_avx512:
+  case halide_target_feature_avx512_skylake:
+  case halide_target_feature_avx512_cannonlake:
+  case halide_target_feature_avx512_knl:
+  case halide_target_feature_avx512_sapphirerapids:
+  case halide_target_feature_avx512_zen4:
+  case halide_target_feature_avx512_zen5:
+  case halide_target_feature_avxvnni:
+    return LEVEL_AVX512;
+  case halide_target_feature_avx:
+  case halide_target_feature_avx2:
+  case halide_target_feature_fma:
+  case halide_target_feature_f16c:
+    return LEVEL_AVX2;
+  default:
+    return LEVEL_SSE41;
+  }
+}
+
+static int can_use(int count, const uint64_t *features) {
+  for (int word = 0; word < count; ++word)
+    for (int bit = 0; bit < 64; ++bit)
+      if ((features[word] >> bit) & 1)
+        if (feature_level(word * 64 + bit) > forced_level) return 0;
+  return halide_default_can_use_target_features(count, features);
+}
+
+static void on_error(void *user_context, const char *msg) {
+  (void)user_context;
+  snprintf(last_error, sizeof last_error, "%s", msg);
+}
+
+static int parse(const char *isa) {
+  if (!isa || !strcmp(isa, "auto") || !*isa) return LEVEL_AUTO;
+  if (!strcmp(isa, "avx512")) return LEVEL_AVX512;
+  if (!strcmp(isa, "avx2")) return LEVEL_AVX2;
+  if (!strcmp(isa, "sse41")) return LEVEL_SSE41;
+  return 0;
+}
+
+int halformer_force_isa(const char *isa) {
+  int level = parse(isa);
+  if (!level) {
+    snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512, avx2 or sse41)", isa);
+    return -1;
+  }
+  forced_level = level;
+  return 0;
+}
+
+int halformer_kernels_init(void) {
+  halide_set_custom_can_use_target_features(can_use);
+  halide_set_error_handler(on_error);
+  return halformer_force_isa(getenv("HALFORMER_ISA"));
+}
+
+/* The feature sets of the three targets in HALFORMER_X86_TARGETS. */
+static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
+  static const int avx2[] = {halide_target_feature_avx, halide_target_feature_avx2, halide_target_feature_f16c,
+                             halide_target_feature_fma, halide_target_feature_sse41};
+  memset(words, 0, FEATURE_WORDS * sizeof(uint64_t));
+  words[halide_target_feature_sse41 / 64] |= 1ull << (halide_target_feature_sse41 % 64);
+  if (level >= LEVEL_AVX2)
+    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; ++i) words[avx2[i] / 64] |= 1ull << (avx2[i] % 64);
+  if (level >= LEVEL_AVX512) {
+    words[halide_target_feature_avx512 / 64] |= 1ull << (halide_target_feature_avx512 % 64);
+    words[halide_target_feature_avx512_skylake / 64] |= 1ull << (halide_target_feature_avx512_skylake % 64);
+  }
+}
+
+int halformer_cpu_supports(const char *isa) {
+  int level = parse(isa);
+  if (!level) return 0;
+  if (level == LEVEL_AUTO) return 1;
+  uint64_t words[FEATURE_WORDS];
+  feature_set(level, words);
+  return halide_default_can_use_target_features(FEATURE_WORDS, words);
+}
+
+const char *halformer_active_isa(void) {
+  static const char *names[] = {"", "sse41", "avx2", "avx512"};
+  for (int level = LEVEL_AVX512; level > LEVEL_SSE41; --level) {
+    uint64_t words[FEATURE_WORDS];
+    feature_set(level, words);
+    if (can_use(FEATURE_WORDS, words)) return names[level];
+  }
+  return names[LEVEL_SSE41];
+}
+
+const char *halformer_last_error(void) { return last_error; }
+void halformer_clear_error(void) { last_error[0] = 0; }

@@ -1,0 +1,54 @@
+// CPU schedule of attention (see dsl/lower.hpp for the chunked algorithm).
+//
+// Parallel over (head, batch row); per head the keys are transposed once into
+// k_t (key index innermost, so q.k vectorises across keys). Queries are processed
+// `q_tile` at a time: for one tile every chunk's scores, max, exponentials, sums and
+// partial outputs are computed, then merged; so the largest temporary is
+// q_tile x Tk floats, never Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2).
+// Register budget of the q.k product: kv_chunk / lanes x q_tile accumulators
+// (AVX-512: 64/16 x 4 = 16 zmm; AVX2: 32/8 x 4 = 16 ymm — then k_t vectors
+// are reloaded, fine since they come from L1).
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/knobs.hpp"
+
+namespace halformer::schedules::cpu {
+
+inline std::vector<knob_decl> attention_knobs() {
+  return {
+      {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)"},
+      {"q_tile", {1, 2, 4, 8}, "queries per tile (unrolled in q.k)"},
+  };
+}
+
+inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                      const knob_values& k) {
+  using namespace Halide;
+  const int vec = target.natural_vector_size<float>();
+  const int qt = k["q_tile"], chunk = k["kv_chunk"];
+  Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c"), to("to"), ti("ti"), hb("hb");
+  auto s = [&](const char* n) { return ctx.stage(std::string("attention_") + n); };
+  const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
+
+  // Directives before specialize() hold in every branch; each branch then tiles t.
+  out.fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
+  out.specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
+  out.split(t, to, ti, 1);
+
+  s("k_t").compute_at(out, hb).vectorize(kk, std::min(vec, chunk));
+  for (const char* n : {"scores", "logits", "chunk_max", "p", "chunk_sum", "chunk_out", "max", "weight", "sum",
+                        "out_unnormalized"})
+    s(n).compute_at(out, to);
+  const int lanes = std::min(vec, chunk);
+  s("scores").vectorize(kk, lanes);
+  s("scores").update().reorder(kk, t, rd.x, c).vectorize(kk, lanes).unroll(kk);
+  s("logits").vectorize(kk, lanes);
+  s("p").vectorize(kk, lanes);
+  s("chunk_out").vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("chunk_out").update().reorder(d, rk.x, t, c).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("out_unnormalized").vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("out_unnormalized").update().reorder(d, rc.x, t).vectorize(d, vec, TailStrategy::GuardWithIf);
+}
+
+} // namespace halformer::schedules::cpu

@@ -1,0 +1,22 @@
+// CPU schedule of the embedding: a gather of d_model-wide rows plus sinusoidal
+// positions. Memory-bound (one row read and one written per token), so rows are
+// vectorised and each parallel task takes `rows_per_task` tokens. Ids are checked
+// once at root, before any row is read, so an out-of-range id fails the call with a
+// message instead of reading another token's row.
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/cpu/rows.hpp"
+
+namespace halformer::schedules::cpu {
+
+inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
+
+inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                      const knob_values& k) {
+  Halide::Var row("row");
+  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
+  ctx.stage("rows_ids").compute_root();
+}
+
+} // namespace halformer::schedules::cpu

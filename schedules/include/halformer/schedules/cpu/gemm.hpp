@@ -1,0 +1,105 @@
+// The register-blocked x86 schedule every GEMM-shaped stage uses (projections, FFN,
+// logits), after Halide's test/performance/matrix_multiplication.cpp: the output
+// feature is innermost and vectorised `vectors` vectors wide, `rows` rows are
+// unrolled, so vectors x rows accumulators stay in registers for the whole
+// reduction; each parallel task owns `tiles_per_task` column tiles of one row block,
+// so its rows of the input are read from L1 while the weight panel streams.
+//
+// Register budget: AVX-512 has 32 zmm: 3 x 8 = 24 accumulators + 3 weight vectors +
+// 1 broadcast = 28. AVX2 and SSE4.1 have 16: 3 x 4 = 12 + 3 + 1 = 16.
+//
+// Shapes that cannot fill one register tile (features < vectors x lanes, or fewer
+// rows than `rows`) take a predicated fallback; decode steps (t == 1) block over the
+// batch instead of t.
+#pragma once
+
+#include "halformer/schedules/knobs.hpp"
+
+namespace halformer::schedules::cpu {
+
+inline std::vector<knob_decl> gemm_knobs() {
+  return {
+      {"vectors", {1, 2, 3, 4}, "output-feature vectors per register tile"},
+      {"rows", {1, 2, 3, 4, 6, 8}, "rows per register tile (unrolled)"},
+      {"tiles_per_task", {1, 2, 4, 8, 16, 32}, "column tiles per parallel task"},
+  };
+}
+
+struct gemm_stage {
+  Halide::Func out;               // pure; the consumer of the accumulator
+  Halide::Func acc;               // pure init + one update: the reduction
+  Halide::Var o;                  // output feature (innermost)
+  Halide::Var t;                  // token rows
+  std::vector<Halide::Var> mid;   // dims between t and batch (e.g. heads)
+  Halide::Var batch;              // outermost
+  std::vector<Halide::RVar> r;    // reduction, innermost first
+  Halide::Expr o_extent, t_extent, batch_extent;
+};
+
+inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
+  using namespace Halide;
+  const int vec = target.natural_vector_size<float>();
+  const int tile_o = k["vectors"] * vec, rows = k["rows"], group = k["tiles_per_task"];
+  Var oc("oc"), oi("oi"), oo("oo"), og("og"), ro("ro"), ri("ri"), task("task");
+
+  auto outer_of = [&](const Var& row) {
+    std::vector<VarOrRVar> dims;
+    for (const Var& v : std::vector<Var>{g.t}) if (v.name() != row.name()) dims.push_back(v);
+    for (const Var& v : g.mid) dims.push_back(v);
+    if (row.name() != g.batch.name()) dims.push_back(g.batch);
+    return dims;
+  };
+  // One register-blocked branch tiling (o, row).
+  auto blocked = [&](Stage s, const Var& row) {
+    std::vector<VarOrRVar> order{oi, ri, oo, og, ro};
+    for (auto& d : outer_of(row)) order.push_back(d);
+    s.split(g.o, oc, oi, tile_o, TailStrategy::ShiftInwards)
+        .split(oc, og, oo, group, TailStrategy::GuardWithIf)
+        .split(row, ro, ri, rows, TailStrategy::ShiftInwards)
+        .reorder(order)
+        .vectorize(oi, vec)
+        .unroll(oi)
+        .unroll(ri)
+        .fuse(og, ro, task);
+    for (auto& d : outer_of(row)) s.fuse(task, d.var, task);
+    s.parallel(task);
+  };
+  auto blocked_acc = [&](Stage pure, Stage update, const Var& row) {
+    pure.vectorize(g.o, vec).unroll(g.o).unroll(row);
+    std::vector<VarOrRVar> order{g.o, row};
+    for (const auto& r : g.r) order.push_back(r);
+    update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(row);
+  };
+
+  Expr full_cols = g.o_extent >= tile_o;
+  Expr by_t = full_cols && g.t_extent >= rows;
+  Expr by_batch = full_cols && g.t_extent == 1 && g.batch_extent >= rows;
+
+  blocked(g.out.specialize(by_t), g.t);
+  blocked(g.out.specialize(by_batch), g.batch);
+  // Fallback: one predicated vector per step, parallel over column groups and rows.
+  {
+    std::vector<VarOrRVar> order{oi, oo, og, g.t};
+    for (auto& d : g.mid) order.push_back(d);
+    order.push_back(g.batch);
+    g.out.split(g.o, oc, oi, vec, TailStrategy::GuardWithIf)
+        .split(oc, og, oo, group * k["vectors"], TailStrategy::GuardWithIf)
+        .reorder(order)
+        .vectorize(oi)
+        .fuse(og, g.t, task);
+    for (auto& d : g.mid) g.out.fuse(task, d, task);
+    g.out.fuse(task, g.batch, task).parallel(task);
+  }
+
+  g.acc.compute_at(g.out, oo);
+  blocked_acc(g.acc.specialize(by_t), g.acc.update().specialize(by_t), g.t);
+  blocked_acc(g.acc.specialize(by_batch), g.acc.update().specialize(by_batch), g.batch);
+  g.acc.vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  {
+    std::vector<VarOrRVar> order{g.o};
+    for (const auto& r : g.r) order.push_back(r);
+    g.acc.update().reorder(order).vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  }
+}
+
+} // namespace halformer::schedules::cpu

@@ -1,0 +1,61 @@
+// CPU schedules of the row-wise kernels: layernorm and softmax reduce along dim 0
+// of (n, t, batch). Rows are independent: `rows_per_task` rows form one parallel
+// task (a few rows amortise the thread-pool dispatch, ~1 us, over rows that take
+// ~0.1-1 us each at d_model 512). Per-row statistics are computed at the row; their
+// reductions are vectorised with atomic() (a tree sum: reassociation changes the
+// result by a few ulp, within the tests' 1e-5 relative tolerance), and the
+// elementwise output is vectorised `vectors` vectors wide.
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/knobs.hpp"
+
+namespace halformer::schedules::cpu {
+
+inline std::vector<knob_decl> row_knobs() {
+  return {
+      {"rows_per_task", {1, 2, 4, 8, 16, 32, 64}, "rows per parallel task"},
+      {"vectors", {1, 2, 4}, "vectors per step of the elementwise output"},
+      {"vectorize_reductions", {0, 1}, "tree-vectorise the row reductions (reassociates)"},
+  };
+}
+
+namespace detail {
+inline void rows_loop(Halide::Func out, const std::string& n, const Halide::Expr& n_extent,
+                      const Halide::Target& target, const knob_values& k, Halide::Var& row) {
+  using namespace Halide;
+  const int vec = target.natural_vector_size<float>();
+  Var x(n), t("t"), b("batch"), xo("xo"), xi("xi"), rt("rt");
+  out.fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
+  const int w = vec * k["vectors"];
+  out.specialize(n_extent >= w).split(x, xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi, vec).unroll(xi);
+  out.split(x, xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
+  row = rt;
+}
+inline void reduction(Halide::Func f, const Halide::RDom& r, const Halide::Target& target, const knob_values& k) {
+  if (k["vectorize_reductions"])
+    f.update().atomic().vectorize(r.x, target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
+}
+} // namespace detail
+
+inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                      const knob_values& k) {
+  Halide::Var row("row");
+  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
+  for (const char* s : {"norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
+    ctx.stage(s).compute_at(out, row);
+  detail::reduction(ctx.stage("norm_sum"), ctx.rdom("norm"), target, k);
+  detail::reduction(ctx.stage("norm_sqdev"), ctx.rdom("norm"), target, k);
+}
+
+inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+  Halide::Var row("row");
+  detail::rows_loop(out, "tk", ctx.extent("tk"), target, k, row);
+  const int vec = target.natural_vector_size<float>();
+  for (const char* s : {"softmax_max", "softmax_sum"}) ctx.stage(s).compute_at(out, row);
+  ctx.stage("softmax_exp").compute_at(out, row).vectorize(Halide::Var("tk"), vec, Halide::TailStrategy::GuardWithIf);
+  detail::reduction(ctx.stage("softmax_max"), ctx.rdom("softmax"), target, k);
+  detail::reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), target, k);
+}
+
+} // namespace halformer::schedules::cpu

@@ -1,0 +1,120 @@
+// Named schedule knobs: declared in C++ (name, allowed values, why), valued by data.
+//
+// Each schedule declares its knobs; values come from a JSON knob file (one per
+// hardware family, `schedules/knobs/*.json`, later the tuner's database) and may be
+// overridden one by one ("rows=4,vectors=2"), which is how the tuner builds
+// candidates without touching code. A value outside its declared domain, an
+// unknown knob or a missing one is a build error naming it.
+#pragma once
+
+#include <Halide.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace halformer::schedules {
+
+struct knob_decl {
+  std::string name;
+  std::vector<int> allowed; // the search space the tuner explores
+  std::string meaning;
+};
+
+// The knob-file section a target reads: its widest x86 vector ISA, or its GPU API.
+inline std::string isa_class(const Halide::Target& t) {
+  if (t.has_feature(Halide::Target::CUDA)) return "cuda";
+  if (t.has_feature(Halide::Target::OpenCL)) return "opencl";
+  if (t.has_feature(Halide::Target::AVX512_Skylake)) return "avx512";
+  if (t.has_feature(Halide::Target::AVX2)) return "avx2";
+  if (t.has_feature(Halide::Target::SSE41)) return "sse41";
+  return "generic";
+}
+
+class knob_values {
+public:
+  knob_values() = default;
+  knob_values(std::string kernel, std::vector<knob_decl> decls, std::map<std::string, int> values)
+      : kernel_(std::move(kernel)), decls_(std::move(decls)), values_(std::move(values)) {
+    for (const auto& d : decls_) {
+      auto v = values_.find(d.name);
+      if (v == values_.end())
+        throw std::runtime_error(kernel_ + ": knob '" + d.name + "' has no value");
+      if (std::find(d.allowed.begin(), d.allowed.end(), v->second) == d.allowed.end())
+        throw std::runtime_error(kernel_ + ": knob '" + d.name + "' = " + std::to_string(v->second) +
+                                 " is outside its declared values");
+    }
+    for (const auto& [name, value] : values_)
+      if (std::none_of(decls_.begin(), decls_.end(), [&](const knob_decl& d) { return d.name == name; }))
+        throw std::runtime_error(kernel_ + ": unknown knob '" + name + "'");
+  }
+  int operator[](const std::string& name) const {
+    auto v = values_.find(name);
+    if (v == values_.end()) throw std::logic_error(kernel_ + ": schedule reads undeclared knob '" + name + "'");
+    return v->second;
+  }
+  const std::map<std::string, int>& all() const { return values_; }
+  std::string summary() const {
+    std::string s;
+    for (const auto& [k, v] : values_) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+    return s;
+  }
+
+private:
+  std::string kernel_;
+  std::vector<knob_decl> decls_;
+  std::map<std::string, int> values_;
+};
+
+// "a=1,b=2" -> {a: 1, b: 2}
+inline std::map<std::string, int> parse_overrides(const std::string& text) {
+  std::map<std::string, int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::runtime_error("knob override '" + item + "' is not name=value");
+    try {
+      out[item.substr(0, eq)] = std::stoi(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw std::runtime_error("knob override '" + item + "' has a non-integer value");
+    }
+  }
+  return out;
+}
+
+// Values for `kernel` on `target`: the knob file's section for the target's ISA
+// class, then the overrides.
+inline knob_values load_knobs(const std::string& kernel, const std::vector<knob_decl>& decls,
+                              const Halide::Target& target, const std::string& knob_file,
+                              const std::string& overrides) {
+  std::map<std::string, int> values;
+  if (!knob_file.empty()) {
+    std::ifstream in(knob_file);
+    if (!in) throw std::runtime_error("cannot open knob file '" + knob_file + "'");
+    nlohmann::json j;
+    try {
+      in >> j;
+    } catch (const std::exception& e) {
+      throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
+    }
+    const std::string isa = isa_class(target);
+    if (!j.contains(kernel) || !j[kernel].contains(isa))
+      throw std::runtime_error("knob file '" + knob_file + "' has no section " + kernel + "." + isa);
+    for (const auto& [name, v] : j[kernel][isa].items()) {
+      if (name.rfind("_", 0) == 0) continue; // "_why" and other comments
+      if (!v.is_number_integer())
+        throw std::runtime_error(knob_file + ": " + kernel + "." + isa + "." + name + " is not an integer");
+      values[name] = v.get<int>();
+    }
+  }
+  for (const auto& [k, v] : parse_overrides(overrides)) values[k] = v;
+  return knob_values(kernel, decls, values);
+}
+
+} // namespace halformer::schedules
