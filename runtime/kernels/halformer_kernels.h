@@ -20,7 +20,9 @@ extern "C" {
 int halformer_kernels_init(void);
 
 /* "auto", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
- * Forcing an ISA the CPU lacks falls back to the next one it has. */
+ * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel
+ * chooses its ISA on its first call and keeps it: force before any kernel runs
+ * (afterwards a different choice returns -1). */
 int halformer_force_isa(const char *isa);
 
 /* The ISA the kernels run now: "avx512", "avx2" or "sse41". */

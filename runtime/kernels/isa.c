@@ -34,7 +34,12 @@ static int feature_level(int f) {
   }
 }
 
+/* Each kernel's dispatcher asks once, on its first call, and caches the answer:
+ * after that, forcing another ISA would not take effect everywhere. */
+static volatile int dispatched = 0;
+
 static int can_use(int count, const uint64_t *features) {
+  dispatched = 1;
   for (int word = 0; word < count; ++word)
     for (int bit = 0; bit < 64; ++bit)
       if ((features[word] >> bit) & 1)
@@ -59,6 +64,11 @@ int halformer_force_isa(const char *isa) {
   int level = parse(isa);
   if (!level) {
     snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512, avx2 or sse41)", isa);
+    return -1;
+  }
+  if (dispatched && level != forced_level) {
+    snprintf(last_error, sizeof last_error,
+             "cannot force ISA '%s': kernels have already chosen theirs (force it before the first kernel call)", isa);
     return -1;
   }
   forced_level = level;
@@ -99,7 +109,7 @@ const char *halformer_active_isa(void) {
   for (int level = LEVEL_AVX512; level > LEVEL_SSE41; --level) {
     uint64_t words[FEATURE_WORDS];
     feature_set(level, words);
-    if (can_use(FEATURE_WORDS, words)) return names[level];
+    if (level <= forced_level && halide_default_can_use_target_features(FEATURE_WORDS, words)) return names[level];
   }
   return names[LEVEL_SSE41];
 }

@@ -34,6 +34,9 @@ HALFORMER_DIM(t);       // token position (queries / the sequence being processe
 HALFORMER_DIM(tk);      // key position (attention keys and values)
 HALFORMER_DIM(batch);   // sentence in the batch (batch x beam when decoding)
 HALFORMER_DIM(vocab);   // vocabulary entry
+// Sequence axes of a sequence-to-sequence model; kernels' formal t/tk bind to them.
+HALFORMER_DIM(src);     // source position (encoder)
+HALFORMER_DIM(tgt);     // target position (decoder)
 } // namespace dims
 
 template <class... D> constexpr auto shape(D... d) { return hana::make_tuple(d...); }

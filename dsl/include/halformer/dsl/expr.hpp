@@ -37,6 +37,9 @@ struct input {
   std::string name;
   dtype type = dtype::f32;
 };
+struct output { // a kernel's output, as named in its generator (layer wiring only)
+  std::string name;
+};
 struct param { // a scalar argument (eps, a flag, an offset)
   std::string name;
   dtype type = dtype::f32;

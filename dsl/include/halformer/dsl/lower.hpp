@@ -219,7 +219,7 @@ private:
     row_sum(vq, vb) += e(rk, vq, vb);
     if (o.log)
       r.f(vk, vq, vb) = Halide::select(ok, masked(vk, vq, vb) - row_max(vq, vb) - Halide::log(row_sum(vq, vb)),
-                                       Halide::Float(32).min());
+                                       std::numeric_limits<float>::lowest());
     else
       r.f(vk, vq, vb) = Halide::select(row_sum(vq, vb) > 0.0f, e(vk, vq, vb) / row_sum(vq, vb), 0.0f);
     rdoms_[o.name] = rk;
@@ -235,10 +235,15 @@ private:
                  sq = new_stage(o.name + "_sqdev"), rstd = new_stage(o.name + "_rstd");
     Halide::Expr n = Halide::cast<float>(extent(d));
     std::map<std::string, Halide::Expr> at_r{{d, rd.x}};
+    // Sums of x - x(0): a large common offset (a residual stream's mean) then costs
+    // no precision, since rounding errors scale with the deviations, not the mean.
+    Halide::Func shift = new_stage(o.name + "_shift");
+    std::map<std::string, Halide::Expr> at_0{{d, 0}};
+    shift(rows) = call(x, at_0);
     sum(rows) = 0.0f;
-    sum(rows) += call(x, at_r);
-    mean(rows) = sum(rows) / n;
-    // Two passes (mean, then squared deviations): no cancellation for large means.
+    sum(rows) += call(x, at_r) - shift(rows);
+    mean(rows) = shift(rows) + sum(rows) / n;
+    // Two passes (mean, then squared deviations): no cancellation in the variance.
     sq(rows) = 0.0f;
     sq(rows) += Halide::pow(call(x, at_r) - mean(rows), 2);
     rstd(rows) = 1.0f / Halide::sqrt(sq(rows) / n + scalar_of(a[3]));

@@ -42,17 +42,19 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   const int tile_o = k["vectors"] * vec, rows = k["rows"], group = k["tiles_per_task"];
   Var oc("oc"), oi("oi"), oo("oo"), og("og"), ro("ro"), ri("ri"), task("task");
 
-  auto outer_of = [&](const Var& row) {
-    std::vector<VarOrRVar> dims;
-    for (const Var& v : std::vector<Var>{g.t}) if (v.name() != row.name()) dims.push_back(v);
-    for (const Var& v : g.mid) dims.push_back(v);
+  // Dims outside the register tile that join the parallel task loop. When tiling
+  // over the batch (t == 1), t stays a serial loop of extent 1: fusing it would make
+  // bounds inference divide by the task count and lose its exact bounds.
+  auto fused_outer = [&](const Var& row) {
+    std::vector<Var> dims = g.mid;
     if (row.name() != g.batch.name()) dims.push_back(g.batch);
     return dims;
   };
   // One register-blocked branch tiling (o, row).
   auto blocked = [&](Stage s, const Var& row) {
     std::vector<VarOrRVar> order{oi, ri, oo, og, ro};
-    for (auto& d : outer_of(row)) order.push_back(d);
+    for (const Var& d : fused_outer(row)) order.push_back(d);
+    if (row.name() == g.batch.name()) order.push_back(g.t);
     s.split(g.o, oc, oi, tile_o, TailStrategy::ShiftInwards)
         .split(oc, og, oo, group, TailStrategy::GuardWithIf)
         .split(row, ro, ri, rows, TailStrategy::ShiftInwards)
@@ -61,7 +63,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
         .unroll(oi)
         .unroll(ri)
         .fuse(og, ro, task);
-    for (auto& d : outer_of(row)) s.fuse(task, d.var, task);
+    for (const Var& d : fused_outer(row)) s.fuse(task, d, task);
     s.parallel(task);
   };
   auto blocked_acc = [&](Stage pure, Stage update, const Var& row) {

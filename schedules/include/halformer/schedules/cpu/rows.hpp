@@ -42,8 +42,10 @@ inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::
                       const knob_values& k) {
   Halide::Var row("row");
   detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
-  for (const char* s : {"norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
+  for (const char* s : {"norm_shift", "norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
     ctx.stage(s).compute_at(out, row);
+  // x + residual (add_layernorm) once per row, so every pass sees the same float sums.
+  if (ctx.has_stage("sum")) ctx.stage("sum").compute_at(out, row).vectorize(Halide::Var("d_model"), target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
   detail::reduction(ctx.stage("norm_sum"), ctx.rdom("norm"), target, k);
   detail::reduction(ctx.stage("norm_sqdev"), ctx.rdom("norm"), target, k);
 }

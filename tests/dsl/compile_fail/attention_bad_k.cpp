@@ -1,0 +1,10 @@
+// expect: attention: k must be \(d_k, tk, heads, batch\)
+#include "halformer/dsl/expr.hpp"
+using namespace halformer::dsl;
+using namespace halformer::dsl::dims;
+int main() {
+  auto q = input("q", shape(d_k, t, heads, batch));
+  auto k = input("k", shape(d_model, tk, heads, batch)); // heads not split
+  auto l = input("l", shape(batch), dtype::i32);
+  (void)attention("a", q, k, k, l, param("c"), param("o"));
+}

@@ -1,0 +1,12 @@
+// expect: inconsistent wiring
+#include "halformer/dsl/layers.hpp"
+using namespace halformer::dsl;
+using namespace halformer::dsl::dims;
+using namespace halformer::dsl::layers;
+int main() {
+  kernels::ffn f;
+  // x over target positions but the residual over source positions: the kernel's
+  // t would stand for both tgt and src.
+  (void)run(f, "ffn_relu", {}, f.x >> ref("y", shape(d_model, tgt, batch)),
+            f.residual >> ref("memory", shape(d_model, src, batch)));
+}

@@ -1,0 +1,10 @@
+# cmake -DCMD=<compiler command, arguments joined by |> -DEXPECT=<regex> -P expect_compile_error.cmake
+string(REPLACE "|" ";" CMD "${CMD}")
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if (rc EQUAL 0)
+  message(FATAL_ERROR "compiled, but must be rejected with: ${EXPECT}")
+endif ()
+if (NOT "${out}${err}" MATCHES "${EXPECT}")
+  message(FATAL_ERROR "rejected, but without the expected diagnostic '${EXPECT}':\n${err}")
+endif ()
+message(STATUS "rejected as expected: ${EXPECT}")

@@ -1,0 +1,105 @@
+// Attention against the float64 reference: every mask case (key padding lengths
+// including 1, full and 0; causal with offsets; decode steps against a cache),
+// awkward shapes (Tk 1/7/64/333, around and across key-chunk boundaries), strided
+// cache views, and logits near +-1e4.
+#include "support.hpp"
+
+using test::Buffer;
+
+namespace {
+struct case_ {
+  int d_k, tq, tk, heads, batch;
+  bool causal;
+  int offset;
+};
+
+std::vector<int> random_lengths(int batch, int tk) {
+  // Cycle through the edge cases: full, 1, and a random length in between.
+  std::vector<int> l(batch);
+  for (int b = 0; b < batch; ++b)
+    l[b] = b % 3 == 0 ? tk : b % 3 == 1 ? 1 : 1 + int(test::rng()() % unsigned(tk));
+  return l;
+}
+
+void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f) {
+  INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch
+              << " causal " << c.causal << " offset " << c.offset);
+  auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale), k = test::random({c.d_k, c.tk, c.heads, c.batch}, scale),
+       v = test::random({c.d_k, c.tk, c.heads, c.batch});
+  Buffer<int32_t> len(c.batch);
+  for (int b = 0; b < c.batch; ++b) len(b) = lengths[b];
+  Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
+  REQUIRE_OK(hf_attention(q, k, v, len, c.causal, c.offset, out));
+  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), lengths, c.causal, c.offset),
+              test::rtol);
+}
+} // namespace
+
+TEST_CASE("attention with key padding matches the reference", "[attention]") {
+  for (const auto& c : {case_{16, 1, 1, 1, 1, false, 0}, case_{16, 7, 7, 3, 3, false, 0}, case_{32, 64, 64, 8, 2, false, 0},
+                        case_{64, 7, 333, 2, 3, false, 0}, case_{64, 333, 65, 1, 1, false, 0},
+                        case_{32, 5, 129, 4, 2, false, 0}})
+    check_attention(c, random_lengths(c.batch, c.tk));
+}
+
+TEST_CASE("causal attention with query offsets matches the reference", "[attention][causal]") {
+  for (const auto& c : {case_{16, 7, 7, 2, 3, true, 0}, case_{32, 64, 64, 8, 1, true, 0},
+                        case_{64, 333, 333, 1, 1, true, 0}, case_{16, 7, 20, 3, 2, true, 13},
+                        case_{64, 3, 130, 2, 2, true, 100}})
+    check_attention(c, random_lengths(c.batch, c.tk));
+}
+
+TEST_CASE("decode steps: one query against a cache", "[attention][decode]") {
+  // Step p of incremental decoding: Tq = 1, keys 0..p, offset p.
+  for (int tk : {1, 7, 64, 65, 333})
+    for (bool causal : {false, true})
+      check_attention(case_{64, 1, tk, 8, 3, causal, tk - 1}, random_lengths(3, tk));
+  check_attention(case_{32, 1, 100, 4, 8, true, 99}, std::vector<int>(8, 100));
+}
+
+TEST_CASE("fully masked rows give zeros, not NaN", "[attention][masks]") {
+  // Length 0 masks every key of that batch row.
+  const case_ c{16, 5, 9, 2, 3, false, 0};
+  check_attention(c, {0, 9, 0});
+  // Causal with a negative offset masks the first queries' keys entirely.
+  check_attention(case_{16, 6, 6, 1, 1, true, -3}, {6});
+}
+
+TEST_CASE("attention reads K/V through strided cache views", "[attention][layout]") {
+  // Cache (d_k, heads, capacity, batch) in memory; the kernel sees (d_k, tk, heads, batch).
+  const int d_k = 32, heads = 4, capacity = 50, tk = 37, tq = 3, batch = 2;
+  Buffer<float> k_cache = test::random({d_k, heads, capacity, batch}), v_cache = test::random({d_k, heads, capacity, batch});
+  Buffer<float> k = k_cache.cropped(2, 0, tk), v = v_cache.cropped(2, 0, tk);
+  k.transpose(1, 2), v.transpose(1, 2);
+  auto q = test::random({d_k, tq, heads, batch});
+  Buffer<int32_t> len(batch);
+  len(0) = tk, len(1) = 20;
+  Buffer<float> out(d_k, tq, heads, batch);
+  REQUIRE_OK(hf_attention(q, k, v, len, true, tk - tq, out));
+  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq), test::rtol);
+}
+
+TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
+  // Integer-valued q and k keep q.k exact in float32, so logits of order 1e4 are
+  // represented exactly and the reference comparison stays at 1e-5.
+  const int d_k = 16, tq = 4, tk = 70, heads = 2, batch = 1;
+  Buffer<float> q(d_k, tq, heads, batch), k(d_k, tk, heads, batch);
+  auto v = test::random({d_k, tk, heads, batch});
+  std::uniform_int_distribution<int> big(-100, 100);
+  q.for_each_value([&](float& x) { x = float(big(test::rng())); });
+  k.for_each_value([&](float& x) { x = float(big(test::rng())); });
+  Buffer<int32_t> len(batch);
+  len(0) = tk;
+  Buffer<float> out(d_k, tq, heads, batch);
+  REQUIRE_OK(hf_attention(q, k, v, len, false, 0, out));
+  double max_logit = 0;
+  for (int t = 0; t < tq; ++t)
+    for (int j = 0; j < tk; ++j) {
+      double s = 0;
+      for (int i = 0; i < d_k; ++i) s += q(i, t, 0, 0) * k(i, j, 0, 0);
+      max_logit = std::max(max_logit, std::abs(s) / 4);
+    }
+  INFO("largest |logit| " << max_logit);
+  CHECK(max_logit > 1000);
+  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk}, false, 0), test::rtol);
+}

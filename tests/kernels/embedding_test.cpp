@@ -1,0 +1,47 @@
+// Token embedding x scale + sinusoidal positions, and detection of bad token ids.
+//
+// Tolerance: the position angle pos * freq is formed in float32, so its absolute
+// error is about 2 * (pos + 1) * 2^-24 (pos up to ~350 here: ~4e-5) and so is
+// sin/cos's; we allow 1e-5 + 4 * (max position + 1) * 2^-24 absolute on top of the
+// usual relative 1e-5.
+#include "support.hpp"
+
+using test::Buffer;
+
+TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
+  struct shape {
+    int d_model, vocab, t, batch, offset;
+  };
+  for (const auto& s : {shape{1, 1, 1, 1, 0}, shape{7, 11, 7, 2, 0}, shape{64, 100, 64, 3, 5}, shape{333, 50, 7, 1, 1},
+                        shape{512, 1000, 1, 8, 200}, shape{16, 20, 333, 1, 0}}) {
+    INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset " << s.offset);
+    auto table = test::random({s.d_model, s.vocab});
+    Buffer<int32_t> ids(s.t, s.batch);
+    std::vector<std::vector<int>> id_rows(s.batch, std::vector<int>(s.t));
+    ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });
+    const float scale = std::sqrt(float(s.d_model));
+    Buffer<float> out(s.d_model, s.t, s.batch);
+    REQUIRE_OK(hf_embedding(table, ids, scale, s.offset, out));
+    const auto want = ref::embedding(test::to_ref(table), id_rows, scale, s.offset);
+    const double atol = 1e-5 + 4.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
+    double worst = 0;
+    std::size_t i = 0;
+    out.for_each_element([&](const int* p) {
+      const double w = want.data[i++], g = out(p);
+      worst = std::max(worst, std::abs(g - w) - (atol + test::rtol * std::abs(w)));
+    });
+    INFO("worst excess over tolerance " << worst << " (atol " << atol << ")");
+    CHECK(worst <= 0);
+  }
+}
+
+TEST_CASE("out-of-range token ids are an error naming the id", "[embedding][errors]") {
+  auto table = test::random({8, 10});
+  Buffer<int32_t> ids(4, 2);
+  Buffer<float> out(8, 4, 2);
+  for (int bad : {10, -1, 1 << 30}) {
+    ids.fill(3);
+    ids(2, 1) = bad;
+    REQUIRE_KERNEL_ERROR(hf_embedding(table, ids, 1.0f, 0, out), "token id " + std::to_string(bad));
+  }
+}
