@@ -20,8 +20,7 @@ function(halformer_kernel name)
     TARGETS ${HALFORMER_X86_TARGETS}
     USE_RUNTIME halformer_runtime
     PARAMS knob_file=${HALFORMER_KNOB_FILE} ${ARG_PARAMS}
-    DEPENDS ${HALFORMER_KNOB_FILE}
-    STMT hf_${name}_stmt)
+    DEPENDS ${HALFORMER_KNOB_FILE})
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
 endfunction()
 

@@ -6,12 +6,12 @@ namespace halformer::generators {
 class Attention : public Halide::Generator<Attention> {
 public:
   HALFORMER_KNOB_PARAMS
-  Input<Buffer<float, 4>> q{"q"};          // (d_k, t, heads, batch)
-  Input<Buffer<float, 4>> k{"k"};          // (d_k, tk, heads, batch)
-  Input<Buffer<float, 4>> v{"v"};          // (d_k, tk, heads, batch)
+  Input<Buffer<float, 4>> q{"q"};               // (d_k, t, heads, batch)
+  Input<Buffer<float, 4>> k{"k"};               // (d_k, tk, heads, batch)
+  Input<Buffer<float, 4>> v{"v"};               // (d_k, tk, heads, batch)
   Input<Buffer<int32_t, 1>> lengths{"lengths"}; // valid keys per batch row
   Input<bool> causal{"causal"};
-  Input<int32_t> offset{"offset"};         // position of query 0 among the keys
+  Input<int32_t> offset{"offset"}; // position of query 0 among the keys
   Output<Buffer<float, 4>> out{"out"};
 
   void generate() {

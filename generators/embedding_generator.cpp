@@ -21,8 +21,7 @@ public:
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
   void schedule() {
-    schedules::cpu::embedding(ctx, out, get_target(),
-                              knobs_for("embedding", schedules::cpu::embedding_knobs()));
+    schedules::cpu::embedding(ctx, out, get_target(), knobs_for("embedding", schedules::cpu::embedding_knobs()));
   }
 
 private:

@@ -17,7 +17,8 @@ public:
 
   void generate() {
     const std::string act = activation;
-    if (act != "relu" && act != "gelu") throw std::runtime_error("activation must be relu or gelu, not " + act);
+    if (act != "relu" && act != "gelu")
+      throw std::runtime_error("activation must be relu or gelu, not " + act);
     dsl::kernels::ffn k;
     ctx.bind(k.x, x);
     ctx.bind(k.residual, residual);

@@ -18,9 +18,7 @@ public:
     ctx.bind(k.b, b);
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
-  void schedule() {
-    schedules::cpu::logits(ctx, out, get_target(), knobs_for("logits", schedules::cpu::gemm_knobs()));
-  }
+  void schedule() { schedules::cpu::logits(ctx, out, get_target(), knobs_for("logits", schedules::cpu::gemm_knobs())); }
 
 private:
   dsl::lowering ctx;

@@ -6,9 +6,9 @@ namespace halformer::generators {
 class OutProjection : public Halide::Generator<OutProjection> {
 public:
   HALFORMER_KNOB_PARAMS
-  Input<Buffer<float, 4>> a{"a"};        // (d_k, t, heads, batch)
-  Input<Buffer<float, 3>> w{"w"};        // (d_model, d_k, heads)
-  Input<Buffer<float, 1>> b{"b"};        // (d_model)
+  Input<Buffer<float, 4>> a{"a"}; // (d_k, t, heads, batch)
+  Input<Buffer<float, 3>> w{"w"}; // (d_model, d_k, heads)
+  Input<Buffer<float, 1>> b{"b"}; // (d_model)
   Input<Buffer<float, 3>> residual{"residual"};
   Output<Buffer<float, 3>> out{"out"};
 
@@ -21,8 +21,7 @@ public:
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
   void schedule() {
-    schedules::cpu::out_projection(ctx, out, get_target(),
-                                   knobs_for("out_projection", schedules::cpu::gemm_knobs()));
+    schedules::cpu::out_projection(ctx, out, get_target(), knobs_for("out_projection", schedules::cpu::gemm_knobs()));
   }
 
 private:

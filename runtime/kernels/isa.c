@@ -43,7 +43,8 @@ static int can_use(int count, const uint64_t *features) {
   for (int word = 0; word < count; ++word)
     for (int bit = 0; bit < 64; ++bit)
       if ((features[word] >> bit) & 1)
-        if (feature_level(word * 64 + bit) > forced_level) return 0;
+        if (feature_level(word * 64 + bit) > forced_level)
+          return 0;
   return halide_default_can_use_target_features(count, features);
 }
 
@@ -53,10 +54,14 @@ static void on_error(void *user_context, const char *msg) {
 }
 
 static int parse(const char *isa) {
-  if (!isa || !strcmp(isa, "auto") || !*isa) return LEVEL_AUTO;
-  if (!strcmp(isa, "avx512")) return LEVEL_AVX512;
-  if (!strcmp(isa, "avx2")) return LEVEL_AVX2;
-  if (!strcmp(isa, "sse41")) return LEVEL_SSE41;
+  if (!isa || !strcmp(isa, "auto") || !*isa)
+    return LEVEL_AUTO;
+  if (!strcmp(isa, "avx512"))
+    return LEVEL_AVX512;
+  if (!strcmp(isa, "avx2"))
+    return LEVEL_AVX2;
+  if (!strcmp(isa, "sse41"))
+    return LEVEL_SSE41;
   return 0;
 }
 
@@ -88,7 +93,8 @@ static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
   memset(words, 0, FEATURE_WORDS * sizeof(uint64_t));
   words[halide_target_feature_sse41 / 64] |= 1ull << (halide_target_feature_sse41 % 64);
   if (level >= LEVEL_AVX2)
-    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; ++i) words[avx2[i] / 64] |= 1ull << (avx2[i] % 64);
+    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; ++i)
+      words[avx2[i] / 64] |= 1ull << (avx2[i] % 64);
   if (level >= LEVEL_AVX512) {
     words[halide_target_feature_avx512 / 64] |= 1ull << (halide_target_feature_avx512 % 64);
     words[halide_target_feature_avx512_skylake / 64] |= 1ull << (halide_target_feature_avx512_skylake % 64);
@@ -97,8 +103,10 @@ static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
 
 int halformer_cpu_supports(const char *isa) {
   int level = parse(isa);
-  if (!level) return 0;
-  if (level == LEVEL_AUTO) return 1;
+  if (!level)
+    return 0;
+  if (level == LEVEL_AUTO)
+    return 1;
   uint64_t words[FEATURE_WORDS];
   feature_set(level, words);
   return halide_default_can_use_target_features(FEATURE_WORDS, words);
@@ -109,7 +117,8 @@ const char *halformer_active_isa(void) {
   for (int level = LEVEL_AVX512; level > LEVEL_SSE41; --level) {
     uint64_t words[FEATURE_WORDS];
     feature_set(level, words);
-    if (level <= forced_level && halide_default_can_use_target_features(FEATURE_WORDS, words)) return names[level];
+    if (level <= forced_level && halide_default_can_use_target_features(FEATURE_WORDS, words))
+      return names[level];
   }
   return names[LEVEL_SSE41];
 }

@@ -16,24 +16,25 @@ using namespace halformer::dsl::dims;
 static_assert(rank_v<decltype(shape(d_model, t, batch))> == 3);
 static_assert(is_permutation_v<decltype(shape(t, d_model)), decltype(shape(d_model, t))>);
 static_assert(!is_permutation_v<decltype(shape(t, d_model)), decltype(shape(d_model, batch))>);
-static_assert(std::is_same_v<decltype(common(shape(d_model, t, batch), shape(d_ff, d_model))), decltype(shape(d_model))>);
+static_assert(
+    std::is_same_v<decltype(common(shape(d_model, t, batch), shape(d_ff, d_model))), decltype(shape(d_model))>);
 static_assert(std::is_same_v<decltype(minus(shape(d_model, t, batch), shape(d_model))), decltype(shape(t, batch))>);
 static_assert(index_of_v<decltype(shape(d_k, t, heads, batch)), decltype(heads)> == 2);
 // linear's result: the weight's output dims, then the input's non-feature dims.
 static_assert(std::is_same_v<shape_t<decltype(linear("y", input("x", shape(d_model, t, batch)),
-                                                    input("w", shape(d_ff, d_model)), input("b", shape(d_ff))))>,
+                                                     input("w", shape(d_ff, d_model)), input("b", shape(d_ff))))>,
                              decltype(shape(d_ff, t, batch))>);
 // A head-layout projection names its result order explicitly.
-static_assert(std::is_same_v<shape_t<decltype(linear("q", input("x", shape(d_model, t, batch)),
-                                                    input("w", shape(d_k, heads, d_model)),
-                                                    input("b", shape(d_k, heads)), shape(d_k, t, heads, batch)))>,
-                             decltype(shape(d_k, t, heads, batch))>);
+static_assert(std::is_same_v<
+              shape_t<decltype(linear("q", input("x", shape(d_model, t, batch)), input("w", shape(d_k, heads, d_model)),
+                                      input("b", shape(d_k, heads)), shape(d_k, t, heads, batch)))>,
+              decltype(shape(d_k, t, heads, batch))>);
 
 namespace {
-Halide::Buffer<float> random_buffer(std::mt19937& rng, std::vector<int> shape) {
+Halide::Buffer<float> random_buffer(std::mt19937 &rng, std::vector<int> shape) {
   Halide::Buffer<float> b(shape);
   std::normal_distribution<float> n;
-  b.for_each_value([&](float& v) { v = n(rng); });
+  b.for_each_value([&](float &v) { v = n(rng); });
   return b;
 }
 } // namespace
@@ -57,7 +58,8 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
   ctx.bind(s, Halide::Expr(s_in));
   lowered out = ctx.lower(expr);
   REQUIRE(out.dims == std::vector<std::string>{"t", "d_ff", "batch"});
-  for (const char* stage : {"y", "scaled", "act", "yt"}) CHECK(ctx.has_stage(stage));
+  for (const char *stage : {"y", "scaled", "act", "yt"})
+    CHECK(ctx.has_stage(stage));
   CHECK_THROWS_WITH(ctx.stage("nope"), Catch::Contains("unknown stage 'nope'") && Catch::Contains("act"));
 
   auto xb = random_buffer(rng, {D, T, B}), wb = random_buffer(rng, {F, D}), bb = random_buffer(rng, {F});
@@ -67,7 +69,8 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
     for (int o = 0; o < F; ++o)
       for (int ti = 0; ti < T; ++ti) {
         double y = bb(o);
-        for (int i = 0; i < D; ++i) y += double(xb(i, ti, bi)) * wb(o, i);
+        for (int i = 0; i < D; ++i)
+          y += double(xb(i, ti, bi)) * wb(o, i);
         y *= 0.5;
         const double want = 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
         CHECK(std::abs(got(ti, o, bi) - want) <= 1e-5 * (1 + std::abs(want)));
@@ -89,7 +92,7 @@ TEST_CASE("lowering constrains every input carrying a dimension to one extent", 
   std::string message;
   try {
     sum.realize({4, 3});
-  } catch (const Halide::Error& e) {
+  } catch (const Halide::Error &e) {
     message = e.what();
   }
   INFO("error: " << message);
@@ -121,7 +124,8 @@ TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowe
   ctx.bind(causal, Halide::Expr(causal_in));
   ctx.bind(offset, Halide::Expr(offset_in));
   Halide::Func out = ctx.lower(attention("attention", q, k, v, l, causal, offset)).f;
-  auto qb = random_buffer(rng, {DK, T, H, B}), kb = random_buffer(rng, {DK, TK, H, B}), vb = random_buffer(rng, {DK, TK, H, B});
+  auto qb = random_buffer(rng, {DK, T, H, B}), kb = random_buffer(rng, {DK, TK, H, B}),
+       vb = random_buffer(rng, {DK, TK, H, B});
   Halide::Buffer<int> lb(B);
   lb(0) = TK, lb(1) = 6;
   q_in.set(qb), k_in.set(kb), v_in.set(vb), l_in.set(lb), causal_in.set(true), offset_in.set(7);
@@ -134,14 +138,17 @@ TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowe
         for (int j = 0; j < TK; ++j)
           if (j < lb(b) && j <= i + 7) {
             double s = 0;
-            for (int d = 0; d < DK; ++d) s += double(qb(d, i, h, b)) * kb(d, j, h, b);
+            for (int d = 0; d < DK; ++d)
+              s += double(qb(d, i, h, b)) * kb(d, j, h, b);
             p[j] = s / std::sqrt(double(DK));
             m = std::max(m, p[j]);
           }
-        for (int j = 0; j < TK; ++j) p[j] = (j < lb(b) && j <= i + 7) ? std::exp(p[j] - m) : 0.0, z += p[j];
+        for (int j = 0; j < TK; ++j)
+          p[j] = (j < lb(b) && j <= i + 7) ? std::exp(p[j] - m) : 0.0, z += p[j];
         for (int d = 0; d < DK; ++d) {
           double o = 0;
-          for (int j = 0; j < TK; ++j) o += p[j] / z * vb(d, j, h, b);
+          for (int j = 0; j < TK; ++j)
+            o += p[j] / z * vb(d, j, h, b);
           CHECK(std::abs(got(d, i, h, b) - o) <= 1e-5 * (1 + std::abs(o)));
         }
       }

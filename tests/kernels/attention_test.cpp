@@ -21,13 +21,14 @@ std::vector<int> random_lengths(int batch, int tk) {
   return l;
 }
 
-void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f) {
-  INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch
-              << " causal " << c.causal << " offset " << c.offset);
-  auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale), k = test::random({c.d_k, c.tk, c.heads, c.batch}, scale),
-       v = test::random({c.d_k, c.tk, c.heads, c.batch});
+void check_attention(const case_ &c, const std::vector<int> &lengths, float scale = 1.0f) {
+  INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch << " causal "
+              << c.causal << " offset " << c.offset);
+  auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale),
+       k = test::random({c.d_k, c.tk, c.heads, c.batch}, scale), v = test::random({c.d_k, c.tk, c.heads, c.batch});
   Buffer<int32_t> len(c.batch);
-  for (int b = 0; b < c.batch; ++b) len(b) = lengths[b];
+  for (int b = 0; b < c.batch; ++b)
+    len(b) = lengths[b];
   Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
   REQUIRE_OK(hf_attention(q, k, v, len, c.causal, c.offset, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), lengths, c.causal, c.offset),
@@ -36,16 +37,16 @@ void check_attention(const case_& c, const std::vector<int>& lengths, float scal
 } // namespace
 
 TEST_CASE("attention with key padding matches the reference", "[attention]") {
-  for (const auto& c : {case_{16, 1, 1, 1, 1, false, 0}, case_{16, 7, 7, 3, 3, false, 0}, case_{32, 64, 64, 8, 2, false, 0},
-                        case_{64, 7, 333, 2, 3, false, 0}, case_{64, 333, 65, 1, 1, false, 0},
-                        case_{32, 5, 129, 4, 2, false, 0}})
+  for (const auto &c :
+       {case_{16, 1, 1, 1, 1, false, 0}, case_{16, 7, 7, 3, 3, false, 0}, case_{32, 64, 64, 8, 2, false, 0},
+        case_{64, 7, 333, 2, 3, false, 0}, case_{64, 333, 65, 1, 1, false, 0}, case_{32, 5, 129, 4, 2, false, 0}})
     check_attention(c, random_lengths(c.batch, c.tk));
 }
 
 TEST_CASE("causal attention with query offsets matches the reference", "[attention][causal]") {
-  for (const auto& c : {case_{16, 7, 7, 2, 3, true, 0}, case_{32, 64, 64, 8, 1, true, 0},
-                        case_{64, 333, 333, 1, 1, true, 0}, case_{16, 7, 20, 3, 2, true, 13},
-                        case_{64, 3, 130, 2, 2, true, 100}})
+  for (const auto &c :
+       {case_{16, 7, 7, 2, 3, true, 0}, case_{32, 64, 64, 8, 1, true, 0}, case_{64, 333, 333, 1, 1, true, 0},
+        case_{16, 7, 20, 3, 2, true, 13}, case_{64, 3, 130, 2, 2, true, 100}})
     check_attention(c, random_lengths(c.batch, c.tk));
 }
 
@@ -68,7 +69,8 @@ TEST_CASE("fully masked rows give zeros, not NaN", "[attention][masks]") {
 TEST_CASE("attention reads K/V through strided cache views", "[attention][layout]") {
   // Cache (d_k, heads, capacity, batch) in memory; the kernel sees (d_k, tk, heads, batch).
   const int d_k = 32, heads = 4, capacity = 50, tk = 37, tq = 3, batch = 2;
-  Buffer<float> k_cache = test::random({d_k, heads, capacity, batch}), v_cache = test::random({d_k, heads, capacity, batch});
+  Buffer<float> k_cache = test::random({d_k, heads, capacity, batch}),
+                v_cache = test::random({d_k, heads, capacity, batch});
   Buffer<float> k = k_cache.cropped(2, 0, tk), v = v_cache.cropped(2, 0, tk);
   k.transpose(1, 2), v.transpose(1, 2);
   auto q = test::random({d_k, tq, heads, batch});
@@ -76,7 +78,8 @@ TEST_CASE("attention reads K/V through strided cache views", "[attention][layout
   len(0) = tk, len(1) = 20;
   Buffer<float> out(d_k, tq, heads, batch);
   REQUIRE_OK(hf_attention(q, k, v, len, true, tk - tq, out));
-  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq), test::rtol);
+  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
+              test::rtol);
 }
 
 TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
@@ -86,8 +89,8 @@ TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
   Buffer<float> q(d_k, tq, heads, batch), k(d_k, tk, heads, batch);
   auto v = test::random({d_k, tk, heads, batch});
   std::uniform_int_distribution<int> big(-100, 100);
-  q.for_each_value([&](float& x) { x = float(big(test::rng())); });
-  k.for_each_value([&](float& x) { x = float(big(test::rng())); });
+  q.for_each_value([&](float &x) { x = float(big(test::rng())); });
+  k.for_each_value([&](float &x) { x = float(big(test::rng())); });
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);
@@ -96,7 +99,8 @@ TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
   for (int t = 0; t < tq; ++t)
     for (int j = 0; j < tk; ++j) {
       double s = 0;
-      for (int i = 0; i < d_k; ++i) s += q(i, t, 0, 0) * k(i, j, 0, 0);
+      for (int i = 0; i < d_k; ++i)
+        s += q(i, t, 0, 0) * k(i, j, 0, 0);
       max_logit = std::max(max_logit, std::abs(s) / 4);
     }
   INFO("largest |logit| " << max_logit);

@@ -8,7 +8,7 @@ TEST_CASE("ffn (relu and gelu) matches the reference", "[ffn]") {
     int d_model, d_ff, t, batch;
   };
   for (bool gelu : {false, true})
-    for (const auto& s : {shape{7, 13, 1, 1}, shape{64, 256, 7, 2}, shape{48, 333, 64, 3}, shape{512, 2048, 9, 1},
+    for (const auto &s : {shape{7, 13, 1, 1}, shape{64, 256, 7, 2}, shape{48, 333, 64, 3}, shape{512, 2048, 9, 1},
                           shape{96, 200, 1, 8}}) {
       INFO("gelu " << gelu << " d_model " << s.d_model << " d_ff " << s.d_ff << " t " << s.t << " batch " << s.batch);
       auto x = test::random({s.d_model, s.t, s.batch}), residual = test::random({s.d_model, s.t, s.batch});
@@ -18,8 +18,8 @@ TEST_CASE("ffn (relu and gelu) matches the reference", "[ffn]") {
       Buffer<float> out(s.d_model, s.t, s.batch);
       REQUIRE_OK((gelu ? hf_ffn_gelu : hf_ffn_relu)(x, residual, w1, b1, w2, b2, out));
       CHECK_CLOSE(out,
-                  ref::ffn(test::to_ref(x), test::to_ref(residual), test::to_ref(w1), test::to_ref(b1), test::to_ref(w2),
-                           test::to_ref(b2), gelu),
+                  ref::ffn(test::to_ref(x), test::to_ref(residual), test::to_ref(w1), test::to_ref(b1),
+                           test::to_ref(w2), test::to_ref(b2), gelu),
                   test::rtol);
     }
 }

@@ -11,7 +11,7 @@ const row_shape row_shapes[] = {{1, 1, 1}, {7, 7, 2}, {64, 64, 3}, {333, 7, 1}, 
 } // namespace
 
 TEST_CASE("layernorm matches the reference", "[layernorm]") {
-  for (const auto& s : row_shapes) {
+  for (const auto &s : row_shapes) {
     INFO("d_model " << s.n << " t " << s.t << " batch " << s.batch);
     // A large common offset: a one-pass variance would cancel catastrophically
     // (errors ~1e-3). Even exact sums leave x - mean with the rounding of mean
@@ -19,7 +19,7 @@ TEST_CASE("layernorm matches the reference", "[layernorm]") {
     // tolerance adds offset * 2^-23 to the usual 1e-5.
     const float offset = 100.0f;
     auto x = test::random({s.n, s.t, s.batch});
-    x.for_each_value([&](float& v) { v += offset; });
+    x.for_each_value([&](float &v) { v += offset; });
     auto gamma = test::random({s.n}), beta = test::random({s.n});
     const float eps = 1e-5f;
     Buffer<float> out(s.n, s.t, s.batch);
@@ -30,14 +30,15 @@ TEST_CASE("layernorm matches the reference", "[layernorm]") {
 }
 
 TEST_CASE("add_layernorm normalises x + residual", "[layernorm]") {
-  for (const auto& s : row_shapes) {
+  for (const auto &s : row_shapes) {
     INFO("d_model " << s.n << " t " << s.t << " batch " << s.batch);
     auto x = test::random({s.n, s.t, s.batch}), r = test::random({s.n, s.t, s.batch});
     auto gamma = test::random({s.n}), beta = test::random({s.n});
     Buffer<float> out(s.n, s.t, s.batch);
     REQUIRE_OK(hf_add_layernorm(x, r, gamma, beta, 1e-6f, out));
-    CHECK_CLOSE(out, ref::layernorm(ref::add(test::to_ref(x), test::to_ref(r)), test::to_ref(gamma), test::to_ref(beta), 1e-6),
-                test::rtol);
+    CHECK_CLOSE(
+        out, ref::layernorm(ref::add(test::to_ref(x), test::to_ref(r)), test::to_ref(gamma), test::to_ref(beta), 1e-6),
+        test::rtol);
   }
 }
 
@@ -53,14 +54,15 @@ TEST_CASE("layernorm eps is honoured on constant rows", "[layernorm]") {
 TEST_CASE("masked softmax and log-softmax match the reference", "[softmax]") {
   for (bool log : {false, true})
     for (bool causal : {false, true})
-      for (const auto& s : row_shapes) {
+      for (const auto &s : row_shapes) {
         const int offset = causal ? int(test::rng()() % 5) - 2 : 0;
         INFO("n " << s.n << " t " << s.t << " batch " << s.batch << " log " << log << " causal " << causal << " offset "
                   << offset);
         auto x = test::random({s.n, s.t, s.batch}, 3.0f);
         Buffer<int32_t> len(s.batch);
         std::vector<int> lengths(s.batch);
-        for (int b = 0; b < s.batch; ++b) len(b) = lengths[b] = b == 0 ? s.n : b == 1 ? 1 : 0; // full, 1, none
+        for (int b = 0; b < s.batch; ++b)
+          len(b) = lengths[b] = b == 0 ? s.n : b == 1 ? 1 : 0; // full, 1, none
         Buffer<float> out(s.n, s.t, s.batch);
         REQUIRE_OK((log ? hf_log_softmax : hf_softmax)(x, len, causal, offset, out));
         CHECK_CLOSE(out, ref::softmax(test::to_ref(x), lengths, causal, offset, log), test::rtol);

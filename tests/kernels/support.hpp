@@ -28,64 +28,70 @@ namespace test {
 using Halide::Runtime::Buffer;
 inline constexpr double rtol = 1e-5;
 
-std::mt19937& rng();
+std::mt19937 &rng();
 
 inline Buffer<float> random(std::vector<int> shape, float scale = 1.0f) {
   Buffer<float> b(shape);
   std::normal_distribution<float> n(0.0f, scale);
-  b.for_each_value([&](float& v) { v = n(rng()); });
+  b.for_each_value([&](float &v) { v = n(rng()); });
   return b;
 }
 
-inline ref::tensor to_ref(const Buffer<const float>& b) {
+inline ref::tensor to_ref(const Buffer<const float> &b) {
   std::vector<int> dims;
-  for (int i = 0; i < b.dimensions(); ++i) dims.push_back(b.dim(i).extent());
+  for (int i = 0; i < b.dimensions(); ++i)
+    dims.push_back(b.dim(i).extent());
   ref::tensor t(dims);
   std::size_t i = 0;
   // Buffer::for_each_element visits dim 0 fastest, matching ref::tensor's order.
-  b.for_each_element([&](const int* pos) { t.data[i++] = b(pos); });
+  b.for_each_element([&](const int *pos) { t.data[i++] = b(pos); });
   return t;
 }
 
 // Kernel weights (d_k, heads, d_model) as the reference's (out = h * d_k + j, in).
-inline ref::tensor head_weight_to_ref(const Buffer<const float>& w) {
+inline ref::tensor head_weight_to_ref(const Buffer<const float> &w) {
   const int dk = w.dim(0).extent(), H = w.dim(1).extent(), dm = w.dim(2).extent();
   ref::tensor t({dk * H, dm});
   for (int i = 0; i < dm; ++i)
     for (int h = 0; h < H; ++h)
-      for (int j = 0; j < dk; ++j) t(h * dk + j, i) = w(j, h, i);
+      for (int j = 0; j < dk; ++j)
+        t(h * dk + j, i) = w(j, h, i);
   return t;
 }
-inline ref::tensor head_bias_to_ref(const Buffer<const float>& b) {
+inline ref::tensor head_bias_to_ref(const Buffer<const float> &b) {
   const int dk = b.dim(0).extent(), H = b.dim(1).extent();
   ref::tensor t({dk * H});
   for (int h = 0; h < H; ++h)
-    for (int j = 0; j < dk; ++j) t(h * dk + j) = b(j, h);
+    for (int j = 0; j < dk; ++j)
+      t(h * dk + j) = b(j, h);
   return t;
 }
 
 struct comparison {
-  double worst = 0;       // max |got - ref| / (|ref| + rms)
-  std::string where;      // position of the worst element
+  double worst = 0;  // max |got - ref| / (|ref| + rms)
+  std::string where; // position of the worst element
   bool finite = true;
 };
 
-inline comparison compare(const Buffer<const float>& got, const ref::tensor& want) {
+inline comparison compare(const Buffer<const float> &got, const ref::tensor &want) {
   comparison c;
   double ss = 0;
-  for (double v : want.data) ss += v * v;
+  for (double v : want.data)
+    ss += v * v;
   const double rms = want.data.empty() ? 0 : std::sqrt(ss / double(want.data.size()));
   std::size_t i = 0;
-  got.for_each_element([&](const int* pos) {
+  got.for_each_element([&](const int *pos) {
     const double g = got(pos), w = want.data[i++];
-    if (!std::isfinite(g)) c.finite = false;
+    if (!std::isfinite(g))
+      c.finite = false;
     const double denom = std::abs(w) + rms + 1e-30;
     const double e = std::abs(g - w) / denom;
     if (e > c.worst || !std::isfinite(e)) {
       c.worst = std::isfinite(e) ? e : INFINITY;
       std::ostringstream s;
       s << "at (";
-      for (int d = 0; d < got.dimensions(); ++d) s << (d ? "," : "") << pos[d];
+      for (int d = 0; d < got.dimensions(); ++d)
+        s << (d ? "," : "") << pos[d];
       s << ") got " << g << " want " << w;
       c.where = s.str();
     }
@@ -93,33 +99,33 @@ inline comparison compare(const Buffer<const float>& got, const ref::tensor& wan
   return c;
 }
 
-#define CHECK_CLOSE(got, want, tol)                                                                \
-  do {                                                                                             \
-    REQUIRE((got).number_of_elements() == (want).data.size());                                     \
-    const auto cmp_ = ::test::compare((got), (want));                                              \
-    INFO("worst relative error " << cmp_.worst << " " << cmp_.where << " (tolerance " << (tol) << ")"); \
-    CHECK(cmp_.finite);                                                                            \
-    CHECK(cmp_.worst <= (tol));                                                                    \
+#define CHECK_CLOSE(got, want, tol)                                                                                    \
+  do {                                                                                                                 \
+    REQUIRE((got).number_of_elements() == (want).data.size());                                                         \
+    const auto cmp_ = ::test::compare((got), (want));                                                                  \
+    INFO("worst relative error " << cmp_.worst << " " << cmp_.where << " (tolerance " << (tol) << ")");                \
+    CHECK(cmp_.finite);                                                                                                \
+    CHECK(cmp_.worst <= (tol));                                                                                        \
   } while (0)
 
 // A kernel call must succeed; on failure show the kernel's message.
-#define REQUIRE_OK(call)                                                                           \
-  do {                                                                                             \
-    halformer_clear_error();                                                                       \
-    const int rc_ = (call);                                                                        \
-    INFO(#call << " returned " << rc_ << ": " << halformer_last_error());                          \
-    REQUIRE(rc_ == 0);                                                                             \
+#define REQUIRE_OK(call)                                                                                               \
+  do {                                                                                                                 \
+    halformer_clear_error();                                                                                           \
+    const int rc_ = (call);                                                                                            \
+    INFO(#call << " returned " << rc_ << ": " << halformer_last_error());                                              \
+    REQUIRE(rc_ == 0);                                                                                                 \
   } while (0)
 
 // A kernel call must fail with a message containing `text`.
-#define REQUIRE_KERNEL_ERROR(call, text)                                                           \
-  do {                                                                                             \
-    halformer_clear_error();                                                                       \
-    const int rc_ = (call);                                                                        \
-    const std::string msg_ = halformer_last_error();                                               \
-    INFO(#call << " returned " << rc_ << ": " << msg_);                                            \
-    REQUIRE(rc_ != 0);                                                                             \
-    CHECK(msg_.find(text) != std::string::npos);                                                   \
+#define REQUIRE_KERNEL_ERROR(call, text)                                                                               \
+  do {                                                                                                                 \
+    halformer_clear_error();                                                                                           \
+    const int rc_ = (call);                                                                                            \
+    const std::string msg_ = halformer_last_error();                                                                   \
+    INFO(#call << " returned " << rc_ << ": " << msg_);                                                                \
+    REQUIRE(rc_ != 0);                                                                                                 \
+    CHECK(msg_.find(text) != std::string::npos);                                                                       \
   } while (0)
 
 } // namespace test

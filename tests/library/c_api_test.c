@@ -9,14 +9,14 @@
 #include <string.h>
 
 static int failures = 0;
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                                     \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      ++failures;                                                                                  \
-    }                                                                                              \
+#define EXPECT(cond, ...)                                                                                              \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                         \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+      ++failures;                                                                                                      \
+    }                                                                                                                  \
   } while (0)
 
 /* A dense halide_buffer_t over `data` with extents e[0..dims) (dim 0 innermost). */
@@ -42,8 +42,10 @@ enum { D = 10, T = 3 };
 static void layernorm_matches(void) {
   float x[T][D], gamma[D], beta[D], out[T][D];
   for (int t = 0; t < T; ++t)
-    for (int d = 0; d < D; ++d) x[t][d] = (float)sin(1.0 + d * 0.7 + t);
-  for (int d = 0; d < D; ++d) gamma[d] = 1.0f + 0.1f * d, beta[d] = 0.01f * d;
+    for (int d = 0; d < D; ++d)
+      x[t][d] = (float)sin(1.0 + d * 0.7 + t);
+  for (int d = 0; d < D; ++d)
+    gamma[d] = 1.0f + 0.1f * d, beta[d] = 0.01f * d;
   halide_dimension_t dx[3], dg[1], db[1], dout[3];
   int ex[3] = {D, T, 1}, eg[1] = {D};
   halide_buffer_t bx = make_buffer(x, dx, ex, 3, 0), bg = make_buffer(gamma, dg, eg, 1, 0),
@@ -52,13 +54,16 @@ static void layernorm_matches(void) {
   EXPECT(rc == 0, "hf_layernorm returned %d: %s", rc, halformer_last_error());
   for (int t = 0; t < T; ++t) {
     double mean = 0, var = 0;
-    for (int d = 0; d < D; ++d) mean += x[t][d];
+    for (int d = 0; d < D; ++d)
+      mean += x[t][d];
     mean /= D;
-    for (int d = 0; d < D; ++d) var += (x[t][d] - mean) * (x[t][d] - mean);
+    for (int d = 0; d < D; ++d)
+      var += (x[t][d] - mean) * (x[t][d] - mean);
     var /= D;
     for (int d = 0; d < D; ++d) {
       double want = (x[t][d] - mean) / sqrt(var + 1e-5) * gamma[d] + beta[d];
-      EXPECT(fabs(out[t][d] - want) <= 1e-5 * (1 + fabs(want)), "layernorm(%d,%d) = %g, want %g", d, t, out[t][d], want);
+      EXPECT(fabs(out[t][d] - want) <= 1e-5 * (1 + fabs(want)), "layernorm(%d,%d) = %g, want %g", d, t, out[t][d],
+             want);
     }
   }
 }
@@ -67,7 +72,8 @@ static void softmax_matches(void) {
   float x[T][D], out[T][D];
   int32_t lengths[1] = {7};
   for (int t = 0; t < T; ++t)
-    for (int d = 0; d < D; ++d) x[t][d] = (float)cos(d * 1.3 - t);
+    for (int d = 0; d < D; ++d)
+      x[t][d] = (float)cos(d * 1.3 - t);
   halide_dimension_t dx[3], dl[1], dout[3];
   int ex[3] = {D, T, 1}, el[1] = {1};
   halide_buffer_t bx = make_buffer(x, dx, ex, 3, 0), bl = make_buffer(lengths, dl, el, 1, 1),
@@ -77,8 +83,10 @@ static void softmax_matches(void) {
   for (int t = 0; t < T; ++t) {
     const int n = t + 2 + 1 < 7 ? t + 2 + 1 : 7; /* keys <= t + offset and < length */
     double m = -1e300, z = 0;
-    for (int d = 0; d < n; ++d) m = fmax(m, x[t][d]);
-    for (int d = 0; d < n; ++d) z += exp(x[t][d] - m);
+    for (int d = 0; d < n; ++d)
+      m = fmax(m, x[t][d]);
+    for (int d = 0; d < n; ++d)
+      z += exp(x[t][d] - m);
     for (int d = 0; d < D; ++d) {
       double want = d < n ? exp(x[t][d] - m) / z : 0.0;
       EXPECT(fabs(out[t][d] - want) <= 1e-6, "softmax(%d,%d) = %g, want %g", d, t, out[t][d], want);

@@ -19,7 +19,8 @@ struct tensor {
   tensor() = default;
   explicit tensor(std::vector<int> d) : dims(std::move(d)) {
     std::size_t n = 1;
-    for (int e : dims) n *= std::size_t(e);
+    for (int e : dims)
+      n *= std::size_t(e);
     data.assign(n, 0.0);
   }
   std::size_t index(std::initializer_list<int> at) const {
@@ -32,41 +33,44 @@ struct tensor {
     }
     return i;
   }
-  template <class... I> double& operator()(I... at) { return data[index({int(at)...})]; }
+  template <class... I> double &operator()(I... at) { return data[index({int(at)...})]; }
   template <class... I> double operator()(I... at) const { return data[index({int(at)...})]; }
 };
 
 // y(o, t, b) = sum_i x(i, t, b) w(o, i) + bias(o)     (w in (out, in) order)
-inline tensor linear(const tensor& x, const tensor& w, const tensor& bias) {
+inline tensor linear(const tensor &x, const tensor &w, const tensor &bias) {
   const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[0];
   tensor y({out, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t)
       for (int o = 0; o < out; ++o) {
         double s = bias(o);
-        for (int i = 0; i < in; ++i) s += x(i, t, b) * w(o, i);
+        for (int i = 0; i < in; ++i)
+          s += x(i, t, b) * w(o, i);
         y(o, t, b) = s;
       }
   return y;
 }
 
 // (d_model, t, b) -> (d_k, t, heads, b), feature = head * d_k + j
-inline tensor split_heads(const tensor& x, int heads) {
+inline tensor split_heads(const tensor &x, int heads) {
   const int dm = x.dims[0], T = x.dims[1], B = x.dims[2], dk = dm / heads;
   tensor y({dk, T, heads, B});
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < heads; ++h)
       for (int t = 0; t < T; ++t)
-        for (int j = 0; j < dk; ++j) y(j, t, h, b) = x(h * dk + j, t, b);
+        for (int j = 0; j < dk; ++j)
+          y(j, t, h, b) = x(h * dk + j, t, b);
   return y;
 }
-inline tensor merge_heads(const tensor& x) {
+inline tensor merge_heads(const tensor &x) {
   const int dk = x.dims[0], T = x.dims[1], H = x.dims[2], B = x.dims[3];
   tensor y({dk * H, T, B});
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
       for (int t = 0; t < T; ++t)
-        for (int j = 0; j < dk; ++j) y(h * dk + j, t, b) = x(j, t, h, b);
+        for (int j = 0; j < dk; ++j)
+          y(h * dk + j, t, b) = x(j, t, h, b);
   return y;
 }
 
@@ -75,8 +79,8 @@ inline bool attends(int key, int query, int length, bool causal, int offset) {
 }
 
 // softmax(q.k / sqrt(d_k), masked) . v; a row with no valid key is zeros.
-inline tensor attention(const tensor& q, const tensor& k, const tensor& v, const std::vector<int>& lengths,
-                        bool causal, int offset) {
+inline tensor attention(const tensor &q, const tensor &k, const tensor &v, const std::vector<int> &lengths, bool causal,
+                        int offset) {
   const int dk = q.dims[0], T = q.dims[1], H = q.dims[2], B = q.dims[3], Tk = k.dims[1];
   tensor out({dk, T, H, B});
   std::vector<double> s(static_cast<std::size_t>(Tk));
@@ -85,19 +89,23 @@ inline tensor attention(const tensor& q, const tensor& k, const tensor& v, const
       for (int t = 0; t < T; ++t) {
         double m = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < Tk; ++j) {
-          if (!attends(j, t, lengths[b], causal, offset)) continue;
+          if (!attends(j, t, lengths[b], causal, offset))
+            continue;
           double d = 0;
-          for (int i = 0; i < dk; ++i) d += q(i, t, h, b) * k(i, j, h, b);
+          for (int i = 0; i < dk; ++i)
+            d += q(i, t, h, b) * k(i, j, h, b);
           s[j] = d / std::sqrt(double(dk));
           m = std::max(m, s[j]);
         }
         double z = 0;
         for (int j = 0; j < Tk; ++j)
-          if (attends(j, t, lengths[b], causal, offset)) z += std::exp(s[j] - m);
+          if (attends(j, t, lengths[b], causal, offset))
+            z += std::exp(s[j] - m);
         for (int i = 0; i < dk; ++i) {
           double acc = 0;
           for (int j = 0; j < Tk; ++j)
-            if (attends(j, t, lengths[b], causal, offset)) acc += std::exp(s[j] - m) / z * v(i, j, h, b);
+            if (attends(j, t, lengths[b], causal, offset))
+              acc += std::exp(s[j] - m) / z * v(i, j, h, b);
           out(i, t, h, b) = z > 0 ? acc : 0.0;
         }
       }
@@ -106,7 +114,7 @@ inline tensor attention(const tensor& q, const tensor& k, const tensor& v, const
 
 // Softmax over dim 0 of (n, t, b) with the attention masks; masked entries are 0
 // (softmax) or the lowest float (log-softmax), a fully masked row likewise.
-inline tensor softmax(const tensor& x, const std::vector<int>& lengths, bool causal, int offset, bool log) {
+inline tensor softmax(const tensor &x, const std::vector<int> &lengths, bool causal, int offset, bool log) {
   const int N = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({N, T, B});
   const double lowest = std::numeric_limits<float>::lowest();
@@ -114,9 +122,11 @@ inline tensor softmax(const tensor& x, const std::vector<int>& lengths, bool cau
     for (int t = 0; t < T; ++t) {
       double m = -std::numeric_limits<double>::infinity(), z = 0;
       for (int n = 0; n < N; ++n)
-        if (attends(n, t, lengths[b], causal, offset)) m = std::max(m, x(n, t, b));
+        if (attends(n, t, lengths[b], causal, offset))
+          m = std::max(m, x(n, t, b));
       for (int n = 0; n < N; ++n)
-        if (attends(n, t, lengths[b], causal, offset)) z += std::exp(x(n, t, b) - m);
+        if (attends(n, t, lengths[b], causal, offset))
+          z += std::exp(x(n, t, b) - m);
       for (int n = 0; n < N; ++n) {
         const bool ok = attends(n, t, lengths[b], causal, offset);
         y(n, t, b) = log ? (ok ? x(n, t, b) - m - std::log(z) : lowest) : (ok ? std::exp(x(n, t, b) - m) / z : 0.0);
@@ -125,24 +135,28 @@ inline tensor softmax(const tensor& x, const std::vector<int>& lengths, bool cau
   return y;
 }
 
-inline tensor layernorm(const tensor& x, const tensor& gamma, const tensor& beta, double eps) {
+inline tensor layernorm(const tensor &x, const tensor &gamma, const tensor &beta, double eps) {
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
       double mean = 0, var = 0;
-      for (int d = 0; d < D; ++d) mean += x(d, t, b);
+      for (int d = 0; d < D; ++d)
+        mean += x(d, t, b);
       mean /= D;
-      for (int d = 0; d < D; ++d) var += (x(d, t, b) - mean) * (x(d, t, b) - mean);
+      for (int d = 0; d < D; ++d)
+        var += (x(d, t, b) - mean) * (x(d, t, b) - mean);
       var /= D;
-      for (int d = 0; d < D; ++d) y(d, t, b) = (x(d, t, b) - mean) / std::sqrt(var + eps) * gamma(d) + beta(d);
+      for (int d = 0; d < D; ++d)
+        y(d, t, b) = (x(d, t, b) - mean) / std::sqrt(var + eps) * gamma(d) + beta(d);
     }
   return y;
 }
 
-inline tensor add(const tensor& a, const tensor& b) {
+inline tensor add(const tensor &a, const tensor &b) {
   tensor y = a;
-  for (std::size_t i = 0; i < y.data.size(); ++i) y.data[i] += b.data[i];
+  for (std::size_t i = 0; i < y.data.size(); ++i)
+    y.data[i] += b.data[i];
   return y;
 }
 
@@ -150,10 +164,11 @@ inline double relu(double x) { return x > 0 ? x : 0; }
 inline double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 
 // residual + W2 act(W1 x + b1) + b2
-inline tensor ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& b1, const tensor& w2,
-                  const tensor& b2, bool use_gelu) {
+inline tensor ffn(const tensor &x, const tensor &residual, const tensor &w1, const tensor &b1, const tensor &w2,
+                  const tensor &b2, bool use_gelu) {
   tensor h = linear(x, w1, b1);
-  for (double& v : h.data) v = use_gelu ? gelu(v) : relu(v);
+  for (double &v : h.data)
+    v = use_gelu ? gelu(v) : relu(v);
   return add(residual, linear(h, w2, b2));
 }
 
@@ -163,12 +178,13 @@ inline double positional(int pos, int d, int d_model) {
   return d % 2 == 0 ? std::sin(angle) : std::cos(angle);
 }
 
-inline tensor embedding(const tensor& table, const std::vector<std::vector<int>>& ids, double scale, int offset) {
+inline tensor embedding(const tensor &table, const std::vector<std::vector<int>> &ids, double scale, int offset) {
   const int D = table.dims[0], T = int(ids[0].size()), B = int(ids.size());
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t)
-      for (int d = 0; d < D; ++d) y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D);
+      for (int d = 0; d < D; ++d)
+        y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D);
   return y;
 }
 

@@ -17,10 +17,10 @@ namespace hana = boost::hana;
 
 // Declares a dimension symbol: a tag type `NAME##_dim` with its name, and a value
 // `NAME` usable in shape expressions (`shape(d_model, t, batch)`).
-#define HALFORMER_DIM(NAME)                                                            \
-  struct NAME##_dim {                                                                  \
-    static constexpr std::string_view name = #NAME;                                    \
-  };                                                                                   \
+#define HALFORMER_DIM(NAME)                                                                                            \
+  struct NAME##_dim {                                                                                                  \
+    static constexpr std::string_view name = #NAME;                                                                    \
+  };                                                                                                                   \
   inline constexpr auto NAME = ::boost::hana::type_c<NAME##_dim>
 
 // The axes every halformer kernel, schedule, tuner bucket and runtime view uses.
@@ -35,8 +35,8 @@ HALFORMER_DIM(tk);      // key position (attention keys and values)
 HALFORMER_DIM(batch);   // sentence in the batch (batch x beam when decoding)
 HALFORMER_DIM(vocab);   // vocabulary entry
 // Sequence axes of a sequence-to-sequence model; kernels' formal t/tk bind to them.
-HALFORMER_DIM(src);     // source position (encoder)
-HALFORMER_DIM(tgt);     // target position (decoder)
+HALFORMER_DIM(src); // source position (encoder)
+HALFORMER_DIM(tgt); // target position (decoder)
 } // namespace dims
 
 template <class... D> constexpr auto shape(D... d) { return hana::make_tuple(d...); }
@@ -47,18 +47,19 @@ template <class S> constexpr std::size_t rank_v = decltype(hana::length(S{}))::v
 
 // Names of a shape's dimensions, innermost first (for lowering and messages).
 template <class S> constexpr auto dim_names(S s) {
-  return hana::unpack(s, [](auto... d) {
-    return std::array<std::string_view, sizeof...(d)>{decltype(d)::type::name...};
-  });
+  return hana::unpack(s,
+                      [](auto... d) { return std::array<std::string_view, sizeof...(d)>{decltype(d)::type::name...}; });
 }
 
 template <class S, class D> constexpr bool has_dim_v = decltype(hana::contains(S{}, D{}))::value;
 
 // Position of dimension D in shape S (S must contain D).
-template <class S, class D> constexpr std::size_t index_of_v = [] {
+template <class S, class D>
+constexpr std::size_t index_of_v = [] {
   constexpr auto names = dim_names(S{});
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == D::type::name) return i;
+    if (names[i] == D::type::name)
+      return i;
   return names.size();
 }();
 
@@ -67,9 +68,7 @@ template <class A, class B> constexpr bool same_shape_v = std::is_same_v<A, B>;
 // Same dimensions, any order.
 template <class A, class B>
 constexpr bool is_permutation_v =
-    rank_v<A> == rank_v<B> && decltype(hana::all_of(A{}, [](auto d) {
-      return hana::contains(B{}, d);
-    }))::value;
+    rank_v<A> == rank_v<B> &&decltype(hana::all_of(A{}, [](auto d) { return hana::contains(B{}, d); }))::value;
 
 // Dimensions of A that are also in B, in A's order.
 template <class A, class B> constexpr auto common(A a, B) {
@@ -81,8 +80,7 @@ template <class A, class B> constexpr auto minus(A a, B) {
   return hana::filter(a, [](auto d) { return hana::not_(hana::contains(B{}, d)); });
 }
 
-template <class A, class B> constexpr bool is_subset_v = decltype(hana::all_of(A{}, [](auto d) {
-  return hana::contains(B{}, d);
-}))::value;
+template <class A, class B>
+constexpr bool is_subset_v = decltype(hana::all_of(A{}, [](auto d) { return hana::contains(B{}, d); }))::value;
 
 } // namespace halformer::dsl

@@ -89,8 +89,7 @@ struct attention { // softmax(q.k / sqrt(d_k), masked) . v, over all heads and b
 };
 } // namespace op
 
-template <class Op, class Shape, class... Args>
-constexpr auto make(Op o, Shape, Args... a) {
+template <class Op, class Shape, class... Args> constexpr auto make(Op o, Shape, Args... a) {
   return tensor<Op, Shape, Args...>{std::move(o), hana::make_tuple(std::move(a)...)};
 }
 
@@ -114,8 +113,7 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   static_assert(decltype(hana::length(minus(common(SA{}, SB{}), Out{})))::value > 0,
                 "halformer::dsl::contract: the operands share no dimension to contract over "
                 "(mismatched dimensions)");
-  static_assert(is_subset_v<decltype(minus(SA{}, SB{})), Out> &&
-                    is_subset_v<decltype(minus(SB{}, SA{})), Out>,
+  static_assert(is_subset_v<decltype(minus(SA{}, SB{})), Out> && is_subset_v<decltype(minus(SB{}, SA{})), Out>,
                 "halformer::dsl::contract: a dimension of only one operand is missing from the "
                 "result (it would be summed without a partner: mismatched dimensions)");
   return make(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
@@ -124,12 +122,10 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
 // y = x . W + bias, contracting x's dim 0 (its features) with W's last dimension.
 // The result is W's leading dimensions followed by x's others, unless `out` reorders
 // them (e.g. a head layout (d_k, t, heads, batch)).
-template <Tensor X, Tensor W, Tensor Bias, class Out>
-auto linear(std::string name, X x, W w, Bias bias, Out out) {
+template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
   using SX = shape_t<X>;
   using SW = shape_t<W>;
-  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>,
-                               std::decay_t<decltype(hana::back(SW{}))>>,
+  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
                 "halformer::dsl::linear: the weight's last (input) dimension must be the input's "
                 "dim 0 (its features)");
   using Natural = decltype(hana::concat(hana::drop_back(SW{}), hana::drop_front(SX{})));
@@ -139,12 +135,10 @@ auto linear(std::string name, X x, W w, Bias bias, Out out) {
   static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_back(SW{}))>,
                 "halformer::dsl::linear: the bias must have the weight's output dimensions");
   (void)contract(name, x, w, out); // the same checks as a plain contraction
-  return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w),
-              std::move(bias));
+  return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w), std::move(bias));
 }
 template <Tensor X, Tensor W, Tensor Bias> auto linear(std::string name, X x, W w, Bias bias) {
-  using Natural =
-      decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
+  using Natural = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
   return linear(std::move(name), std::move(x), std::move(w), std::move(bias), Natural{});
 }
 
@@ -199,18 +193,17 @@ auto masked_softmax(std::string name, X x, L lengths, C causal, O offset, bool l
                 "halformer::dsl::masked_softmax: lengths must be indexed by the batch dimension");
   static_assert(rank_v<shape_t<C>> == 0 && rank_v<shape_t<O>> == 0,
                 "halformer::dsl::masked_softmax: causal and offset are scalars");
-  return make(op::softmax{std::move(name), log}, SX{}, std::move(x), std::move(lengths),
-              std::move(causal), std::move(offset));
+  return make(op::softmax{std::move(name), log}, SX{}, std::move(x), std::move(lengths), std::move(causal),
+              std::move(offset));
 }
 
-template <Tensor X, Tensor G, Tensor B, Tensor E>
-auto layernorm(std::string name, X x, G gamma, B beta, E eps) {
+template <Tensor X, Tensor G, Tensor B, Tensor E> auto layernorm(std::string name, X x, G gamma, B beta, E eps) {
   using Feature = decltype(hana::make_tuple(hana::front(shape_t<X>{})));
   static_assert(std::is_same_v<shape_t<G>, Feature> && std::is_same_v<shape_t<B>, Feature>,
                 "halformer::dsl::layernorm: gamma and beta must be indexed by the input's dim 0");
   static_assert(rank_v<shape_t<E>> == 0, "halformer::dsl::layernorm: eps is a scalar");
-  return make(op::layernorm{std::move(name)}, shape_t<X>{}, std::move(x), std::move(gamma),
-              std::move(beta), std::move(eps));
+  return make(op::layernorm{std::move(name)}, shape_t<X>{}, std::move(x), std::move(gamma), std::move(beta),
+              std::move(eps));
 }
 
 // ---- embeddings --------------------------------------------------------------------
@@ -235,15 +228,12 @@ template <class D, class T, Tensor O> auto sinusoidal(std::string name, D d, T t
 template <Tensor X> auto split_heads(std::string name, X x) {
   static_assert(std::is_same_v<shape_t<X>, decltype(shape(dims::d_model, dims::t, dims::batch))>,
                 "halformer::dsl::split_heads: expects (d_model, t, batch)");
-  return make(op::split_heads{std::move(name)},
-              shape(dims::d_k, dims::t, dims::heads, dims::batch), std::move(x));
+  return make(op::split_heads{std::move(name)}, shape(dims::d_k, dims::t, dims::heads, dims::batch), std::move(x));
 }
 template <Tensor X> auto merge_heads(std::string name, X x) {
-  static_assert(
-      std::is_same_v<shape_t<X>, decltype(shape(dims::d_k, dims::t, dims::heads, dims::batch))>,
-      "halformer::dsl::merge_heads: expects (d_k, t, heads, batch)");
-  return make(op::merge_heads{std::move(name)}, shape(dims::d_model, dims::t, dims::batch),
-              std::move(x));
+  static_assert(std::is_same_v<shape_t<X>, decltype(shape(dims::d_k, dims::t, dims::heads, dims::batch))>,
+                "halformer::dsl::merge_heads: expects (d_k, t, heads, batch)");
+  return make(op::merge_heads{std::move(name)}, shape(dims::d_model, dims::t, dims::batch), std::move(x));
 }
 
 // ---- attention -----------------------------------------------------------------------
@@ -258,12 +248,11 @@ auto attention(std::string name, Q q, K k, V v, L lengths, C causal, O offset) {
                 "halformer::dsl::attention: q must be (d_k, t, heads, batch)");
   static_assert(std::is_same_v<shape_t<K>, decltype(shape(d_k, tk, heads, batch))>,
                 "halformer::dsl::attention: k must be (d_k, tk, heads, batch)");
-  static_assert(std::is_same_v<shape_t<V>, shape_t<K>>,
-                "halformer::dsl::attention: v must have k's shape");
+  static_assert(std::is_same_v<shape_t<V>, shape_t<K>>, "halformer::dsl::attention: v must have k's shape");
   static_assert(std::is_same_v<shape_t<L>, decltype(shape(batch))>,
                 "halformer::dsl::attention: lengths must be (batch)");
-  return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k),
-              std::move(v), std::move(lengths), std::move(causal), std::move(offset));
+  return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
+              std::move(lengths), std::move(causal), std::move(offset));
 }
 
 } // namespace halformer::dsl

@@ -31,13 +31,12 @@ struct embedding {
 struct head_projection {
   static constexpr std::string_view name = "head_projection";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string& n) { return input(n, shape(d_k, heads, d_model)); }
-  static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
+  static auto weight(const std::string &n) { return input(n, shape(d_k, heads, d_model)); }
+  static auto bias(const std::string &n) { return input(n, shape(d_k, heads)); }
 
   // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>".
-  auto algorithm(const std::string& which) const {
-    return linear(which + "_proj", x, weight("w_" + which), bias("b_" + which),
-                  shape(d_k, t, heads, batch));
+  auto algorithm(const std::string &which) const {
+    return linear(which + "_proj", x, weight("w_" + which), bias("b_" + which), shape(d_k, t, heads, batch));
   }
 };
 
@@ -59,8 +58,7 @@ struct out_projection {
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
   decltype(input("w", shape(d_model, d_k, heads))) w = input("w", shape(d_model, d_k, heads));
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
-  decltype(input("residual", shape(d_model, t, batch))) residual =
-      input("residual", shape(d_model, t, batch));
+  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
 
   auto algorithm() const {
     auto proj = contract("proj", a, w, shape(d_model, t, batch));
@@ -72,8 +70,7 @@ struct out_projection {
 struct ffn {
   static constexpr std::string_view name = "ffn";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("residual", shape(d_model, t, batch))) residual =
-      input("residual", shape(d_model, t, batch));
+  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(input("w1", shape(d_ff, d_model))) w1 = input("w1", shape(d_ff, d_model));
   decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
   decltype(input("w2", shape(d_model, d_ff))) w2 = input("w2", shape(d_model, d_ff));
@@ -89,16 +86,13 @@ struct ffn {
 struct layernorm {
   static constexpr std::string_view name = "layernorm";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("residual", shape(d_model, t, batch))) residual =
-      input("residual", shape(d_model, t, batch));
+  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(input("gamma", shape(d_model))) gamma = input("gamma", shape(d_model));
   decltype(input("beta", shape(d_model))) beta = input("beta", shape(d_model));
   decltype(param("eps")) eps = param("eps");
 
   auto algorithm() const { return dsl::layernorm("norm", x, gamma, beta, eps); }
-  auto algorithm_with_residual() const {
-    return dsl::layernorm("norm", add("sum", x, residual), gamma, beta, eps);
-  }
+  auto algorithm_with_residual() const { return dsl::layernorm("norm", add("sum", x, residual), gamma, beta, eps); }
 };
 
 // Row softmax (or log-softmax) over dim 0 of (tk, t, batch), with the attention masks.
@@ -109,9 +103,7 @@ struct softmax {
   decltype(param("causal")) causal = param("causal", dtype::boolean);
   decltype(param("offset")) offset = param("offset", dtype::i32);
 
-  auto algorithm(bool log) const {
-    return masked_softmax("softmax", x, lengths, causal, offset, log);
-  }
+  auto algorithm(bool log) const { return masked_softmax("softmax", x, lengths, causal, offset, log); }
 };
 
 // Final projection to the target vocabulary.

@@ -22,13 +22,13 @@ inline std::vector<knob_decl> attention_knobs() {
   };
 }
 
-inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
-                      const knob_values& k) {
+inline void attention(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int qt = k["q_tile"], chunk = k["kv_chunk"];
+  const int lanes = std::min(vec, chunk);
   Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c"), to("to"), ti("ti"), hb("hb");
-  auto s = [&](const char* n) { return ctx.stage(std::string("attention_") + n); };
+  auto s = [&](const char *n) { return ctx.stage(std::string("attention_") + n); };
   const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
 
   // Directives before specialize() hold in every branch; each branch then tiles t.
@@ -36,19 +36,25 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   out.specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   out.split(t, to, ti, 1);
 
-  s("k_t").compute_at(out, hb).vectorize(kk, std::min(vec, chunk));
-  for (const char* n : {"scores", "logits", "chunk_max", "p", "chunk_sum", "chunk_out", "max", "weight", "sum",
-                        "out_unnormalized"})
+  s("k_t").compute_at(out, hb).vectorize(kk, lanes);
+  // Per query tile: logits, chunk maxima, exponentials and sums for every chunk.
+  for (const char *n : {"logits", "chunk_max", "p", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
     s(n).compute_at(out, to);
-  const int lanes = std::min(vec, chunk);
-  s("scores").vectorize(kk, lanes);
-  s("scores").update().reorder(kk, t, rd.x, c).vectorize(kk, lanes).unroll(kk);
-  s("logits").vectorize(kk, lanes);
+  // q.k one chunk at a time: a (kv_chunk x q_tile) accumulator of constant size,
+  // so it lives in registers across the d_k reduction.
+  s("logits").reorder(kk, t, c).vectorize(kk, lanes);
+  s("scores").compute_at(s("logits"), c).vectorize(kk, lanes);
+  s("scores").update().reorder(kk, t, rd.x).vectorize(kk, lanes).unroll(kk).unroll(t);
   s("p").vectorize(kk, lanes);
-  s("chunk_out").vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("chunk_out").update().reorder(d, rk.x, t, c).vectorize(d, vec, TailStrategy::GuardWithIf);
+  // Chunk maxima and sums: tree reductions across the chunk's lanes (max is exact;
+  // the sum reassociates, within the 1e-5 tolerance).
+  s("chunk_max").update().atomic().vectorize(rk.x, lanes);
+  s("chunk_sum").update().atomic().vectorize(rk.x, lanes);
+  // p.v likewise, one chunk at a time inside the merge over chunks.
   s("out_unnormalized").vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("out_unnormalized").update().reorder(d, rc.x, t).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("out_unnormalized").update().reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("chunk_out").compute_at(s("out_unnormalized"), rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("chunk_out").update().reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
 }
 
 } // namespace halformer::schedules::cpu

@@ -13,22 +13,40 @@ namespace halformer::schedules::cpu {
 
 inline std::vector<knob_decl> ffn_knobs() {
   auto k = gemm_knobs();
-  for (auto d : gemm_knobs()) k.push_back({"hidden_" + d.name, d.allowed, "first GEMM: " + d.meaning});
+  for (auto d : gemm_knobs())
+    k.push_back({"hidden_" + d.name, d.allowed, "first GEMM: " + d.meaning});
   return k;
 }
 
-inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void ffn(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
   std::map<std::string, int> hidden_values;
-  for (const auto& d : gemm_knobs()) hidden_values[d.name] = k["hidden_" + d.name];
+  for (const auto &d : gemm_knobs())
+    hidden_values[d.name] = k["hidden_" + d.name];
   knob_values hidden_knobs("ffn.hidden", gemm_knobs(), hidden_values);
 
   Halide::Func hidden_act = ctx.stage("hidden_act");
   hidden_act.compute_root();
-  schedule_gemm({hidden_act, ctx.stage("hidden"), ctx.var("d_ff"), ctx.var("t"), {}, ctx.var("batch"),
-                 {ctx.rdom("hidden").x}, ctx.extent("d_ff"), ctx.extent("t"), ctx.extent("batch")},
+  schedule_gemm({hidden_act,
+                 ctx.stage("hidden"),
+                 ctx.var("d_ff"),
+                 ctx.var("t"),
+                 {},
+                 ctx.var("batch"),
+                 {ctx.rdom("hidden").x},
+                 ctx.extent("d_ff"),
+                 ctx.extent("t"),
+                 ctx.extent("batch")},
                 target, hidden_knobs);
-  schedule_gemm({out, ctx.stage("proj"), ctx.var("d_model"), ctx.var("t"), {}, ctx.var("batch"),
-                 {ctx.rdom("proj").x}, ctx.extent("d_model"), ctx.extent("t"), ctx.extent("batch")},
+  schedule_gemm({out,
+                 ctx.stage("proj"),
+                 ctx.var("d_model"),
+                 ctx.var("t"),
+                 {},
+                 ctx.var("batch"),
+                 {ctx.rdom("proj").x},
+                 ctx.extent("d_model"),
+                 ctx.extent("t"),
+                 ctx.extent("batch")},
                 target, k);
 }
 

@@ -22,54 +22,66 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"vectors", {1, 2, 3, 4}, "output-feature vectors per register tile"},
       {"rows", {1, 2, 3, 4, 6, 8}, "rows per register tile (unrolled)"},
       {"tiles_per_task", {1, 2, 4, 8, 16, 32}, "column tiles per parallel task"},
+      {"row_tiles_per_task", {1, 2, 4, 8, 16, 32}, "row tiles per parallel task (weight panel reuse)"},
   };
 }
 
 struct gemm_stage {
-  Halide::Func out;               // pure; the consumer of the accumulator
-  Halide::Func acc;               // pure init + one update: the reduction
-  Halide::Var o;                  // output feature (innermost)
-  Halide::Var t;                  // token rows
-  std::vector<Halide::Var> mid;   // dims between t and batch (e.g. heads)
-  Halide::Var batch;              // outermost
-  std::vector<Halide::RVar> r;    // reduction, innermost first
+  Halide::Func out;             // pure; the consumer of the accumulator
+  Halide::Func acc;             // pure init + one update: the reduction
+  Halide::Var o;                // output feature (innermost)
+  Halide::Var t;                // token rows
+  std::vector<Halide::Var> mid; // dims between t and batch (e.g. heads)
+  Halide::Var batch;            // outermost
+  std::vector<Halide::RVar> r;  // reduction, innermost first
   Halide::Expr o_extent, t_extent, batch_extent;
 };
 
-inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
+inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob_values &k) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int tile_o = k["vectors"] * vec, rows = k["rows"], group = k["tiles_per_task"];
-  Var oc("oc"), oi("oi"), oo("oo"), og("og"), ro("ro"), ri("ri"), task("task");
+  const int row_group = k["row_tiles_per_task"];
+  Var oc("oc"), oi("oi"), oo("oo"), og("og"), ro("ro"), ri("ri"), rr("rr"), rg("rg"), task("task");
 
   // Dims outside the register tile that join the parallel task loop. When tiling
   // over the batch (t == 1), t stays a serial loop of extent 1: fusing it would make
   // bounds inference divide by the task count and lose its exact bounds.
-  auto fused_outer = [&](const Var& row) {
+  auto fused_outer = [&](const Var &row) {
     std::vector<Var> dims = g.mid;
-    if (row.name() != g.batch.name()) dims.push_back(g.batch);
+    if (row.name() != g.batch.name())
+      dims.push_back(g.batch);
     return dims;
   };
-  // One register-blocked branch tiling (o, row).
-  auto blocked = [&](Stage s, const Var& row) {
-    std::vector<VarOrRVar> order{oi, ri, oo, og, ro};
-    for (const Var& d : fused_outer(row)) order.push_back(d);
-    if (row.name() == g.batch.name()) order.push_back(g.t);
+  // One register-blocked branch tiling (o, row). A task owns `group` column tiles x
+  // `row_group` row tiles; its loop over row tiles (rr) sits outside the loop over
+  // column tiles (oo), so the task's weight panel (group x tile_o x K floats) is
+  // reused from L2 by every row tile, and each row tile's inputs from L1 by every
+  // column tile.
+  auto blocked = [&](Stage s, const Var &row) {
+    std::vector<VarOrRVar> order{oi, ri, oo, rr, og, rg};
+    for (const Var &d : fused_outer(row))
+      order.push_back(d);
+    if (row.name() == g.batch.name())
+      order.push_back(g.t);
     s.split(g.o, oc, oi, tile_o, TailStrategy::ShiftInwards)
         .split(oc, og, oo, group, TailStrategy::GuardWithIf)
         .split(row, ro, ri, rows, TailStrategy::ShiftInwards)
+        .split(ro, rg, rr, row_group, TailStrategy::GuardWithIf)
         .reorder(order)
         .vectorize(oi, vec)
         .unroll(oi)
         .unroll(ri)
-        .fuse(og, ro, task);
-    for (const Var& d : fused_outer(row)) s.fuse(task, d, task);
+        .fuse(og, rg, task);
+    for (const Var &d : fused_outer(row))
+      s.fuse(task, d, task);
     s.parallel(task);
   };
-  auto blocked_acc = [&](Stage pure, Stage update, const Var& row) {
+  auto blocked_acc = [&](Stage pure, Stage update, const Var &row) {
     pure.vectorize(g.o, vec).unroll(g.o).unroll(row);
     std::vector<VarOrRVar> order{g.o, row};
-    for (const auto& r : g.r) order.push_back(r);
+    for (const auto &r : g.r)
+      order.push_back(r);
     update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(row);
   };
 
@@ -82,14 +94,16 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   // Fallback: one predicated vector per step, parallel over column groups and rows.
   {
     std::vector<VarOrRVar> order{oi, oo, og, g.t};
-    for (auto& d : g.mid) order.push_back(d);
+    for (auto &d : g.mid)
+      order.push_back(d);
     order.push_back(g.batch);
     g.out.split(g.o, oc, oi, vec, TailStrategy::GuardWithIf)
         .split(oc, og, oo, group * k["vectors"], TailStrategy::GuardWithIf)
         .reorder(order)
         .vectorize(oi)
         .fuse(og, g.t, task);
-    for (auto& d : g.mid) g.out.fuse(task, d, task);
+    for (auto &d : g.mid)
+      g.out.fuse(task, d, task);
     g.out.fuse(task, g.batch, task).parallel(task);
   }
 
@@ -99,7 +113,8 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   g.acc.vectorize(g.o, vec, TailStrategy::GuardWithIf);
   {
     std::vector<VarOrRVar> order{g.o};
-    for (const auto& r : g.r) order.push_back(r);
+    for (const auto &r : g.r)
+      order.push_back(r);
     g.acc.update().reorder(order).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   }
 }
