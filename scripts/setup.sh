@@ -12,7 +12,7 @@ apt_packages=(
   libboost-dev          # Boost.Hana: the DSL's compile-time shape algebra
   catch2                # unit tests (v2.13)
   nlohmann-json3-dev    # knob files, schedule database, safetensors headers
-  libcli11-dev libfmt-dev
+  libcli11-dev libfmt-dev clang   # clang: libFuzzer for the reader fuzzers
   pocl-opencl-icd ocl-icd-opencl-dev   # OpenCL on the CPU for GPU-scheduled kernels
   python3-torch python3-numpy          # reference implementation for fixtures
   libopenblas-dev                      # BLAS baseline for benchmarks

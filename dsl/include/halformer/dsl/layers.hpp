@@ -202,4 +202,29 @@ template <class Step, class F> void for_each_operand(const Step &s, F &&f) {
   hana::for_each(s.operands, [&](const auto &op) { f(op.formal, op.actual, op.is_output); });
 }
 
+// A step with its types erased, for runtimes that plan kernel calls once.
+struct flat_operand {
+  std::string formal, actual;
+  bool is_output;
+  std::vector<std::string> dims; // the actual tensor's dimension symbols, innermost first
+};
+struct flat_step {
+  std::string kernel, function;
+  std::vector<std::pair<std::string, std::string>> scalars;
+  std::vector<flat_operand> operands;
+};
+template <class Layer> std::vector<flat_step> flatten(const Layer& layer) {
+  std::vector<flat_step> out;
+  walk(layer, [&](const auto& s) {
+    flat_step f{std::string(s.kernel), s.function, s.scalars, {}};
+    hana::for_each(s.operands, [&](const auto& op) {
+      using Op = std::decay_t<decltype(op)>;
+      const auto names = dim_names(typename Op::actual_shape{});
+      f.operands.push_back({op.formal, op.actual, Op::is_output, {names.begin(), names.end()}});
+    });
+    out.push_back(std::move(f));
+  });
+  return out;
+}
+
 } // namespace halformer::dsl::layers

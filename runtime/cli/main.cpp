@@ -1,0 +1,170 @@
+// halformer: the command line.
+//   halformer run      --model DIR [--beam K] [--max-len N] [--nbest N] [--input FILE] ...
+//   halformer forward  --model DIR --src SRC.npy --tgt TGT.npy --out-logits OUT.npy [--out-memory MEM.npy]
+//   halformer info     [--model DIR]
+#include "halformer/model.hpp"
+#include "../src/npy.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace halformer;
+
+namespace {
+
+// One line of space-separated token ids; `line_no` names the line in errors.
+sentence parse_line(const std::string& line, std::size_t line_no) {
+  std::istringstream in(line);
+  sentence s;
+  std::string word;
+  while (in >> word) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || v < 0 || v > (1ll << 30))
+      throw error(fmt::format("input line {}: '{}' is not a token id", line_no, word));
+    s.push_back(int(v));
+  }
+  if (s.empty()) throw error(fmt::format("input line {} is empty", line_no));
+  return s;
+}
+
+std::string join(const sentence& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? " " : "") + std::to_string(s[i]);
+  return out;
+}
+
+int run(const std::string& dir, const load_options& lo, const decode_options& o, const std::string& input, int batch) {
+  Model model = Model::load(dir, lo);
+  for (const auto& w : model.warnings()) fmt::print(stderr, "halformer: warning: {}\n", w);
+  std::ifstream file;
+  if (!input.empty()) {
+    file.open(input);
+    if (!file) throw error("cannot open input '" + input + "'");
+  }
+  std::istream& in = input.empty() ? std::cin : file;
+  std::string line;
+  std::size_t line_no = 0;
+  bool more = true;
+  while (more) {
+    std::vector<sentence> chunk;
+    while (int(chunk.size()) < batch && (more = bool(std::getline(in, line)))) chunk.push_back(parse_line(line, ++line_no));
+    if (chunk.empty()) break;
+    const std::size_t first_line = line_no - chunk.size() + 1;
+    // Print in input order, each sentence as soon as it and all before it are done.
+    std::vector<std::vector<hypothesis>> ready(chunk.size());
+    std::vector<char> is_ready(chunk.size(), 0);
+    std::size_t next = 0;
+    auto flush = [&] {
+      for (; next < chunk.size() && is_ready[next]; ++next) {
+        if (o.nbest == 1)
+          fmt::print("{}\n", join(ready[next][0].tokens));
+        else
+          for (const auto& h : ready[next]) fmt::print("{} ||| {} ||| {:.6f}\n", first_line + next - 1, join(h.tokens), h.score);
+      }
+      std::fflush(stdout);
+    };
+    try {
+      model.translate(chunk, o, [&](std::size_t i, const std::vector<hypothesis>& h) {
+        ready[i] = h;
+        is_ready[i] = 1;
+        flush();
+      });
+    } catch (const error& e) {
+      throw error(fmt::format("input lines {}-{}: {}", first_line, line_no, e.what()));
+    }
+  }
+  return 0;
+}
+
+std::vector<sentence> rows_of(const npy::int_array& a, const std::string& what) {
+  if (a.shape.size() != 2) throw error(what + " must be a 2-d array [batch, length]");
+  std::vector<sentence> rows(std::size_t(a.shape[0]));
+  for (std::size_t b = 0; b < rows.size(); ++b)
+    for (std::int64_t j = 0; j < a.shape[1]; ++j) {
+      const std::int64_t v = a.data[b * a.shape[1] + j];
+      if (v < 0 || v > (1ll << 30)) throw error(fmt::format("{} [{}, {}]: token id {} is out of range", what, b, j, v));
+      rows[b].push_back(int(v));
+    }
+  return rows;
+}
+
+int forward(const std::string& dir, const load_options& lo, const std::string& src, const std::string& tgt,
+            const std::string& out_logits, const std::string& out_memory) {
+  Model model = Model::load(dir, lo);
+  const auto s = rows_of(npy::read_ints(src), "--src " + src), t = rows_of(npy::read_ints(tgt), "--tgt " + tgt);
+  std::vector<float> logits, memory;
+  model.forward(s, t, logits, out_memory.empty() ? nullptr : &memory);
+  const auto& c = model.config();
+  npy::write_f32(out_logits, {std::int64_t(t.size()), std::int64_t(t[0].size()), c.tgt_vocab}, logits);
+  if (!out_memory.empty())
+    npy::write_f32(out_memory, {std::int64_t(s.size()), std::int64_t(s[0].size()), c.d_model}, memory);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"halformer: Transformer encoder-decoder inference on Halide kernels"};
+  app.require_subcommand(1);
+  load_options lo;
+  decode_options o;
+  std::string dir, input, src, tgt, out_logits, out_memory;
+  int batch = 32;
+
+  auto* run_cmd = app.add_subcommand("run", "translate token-id lines (stdin or --input) into token-id lines");
+  run_cmd->add_option("--model", dir, "model directory (config.json + model.safetensors)")->required();
+  run_cmd->add_option("--beam", o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
+  run_cmd->add_option("--max-len", o.max_len, "maximum new tokens per sentence")->check(CLI::Range(1, 100000));
+  run_cmd->add_option("--nbest", o.nbest, "hypotheses per input (> 1: 'line ||| ids ||| score' lines)")
+      ->check(CLI::Range(1, 64));
+  run_cmd->add_option("--length-penalty", o.length_penalty, "beam scores are log P / length^this")
+      ->check(CLI::Range(0.0, 10.0));
+  run_cmd->add_option("--input", input, "input file (default: stdin)");
+  run_cmd->add_option("--batch", batch, "sentences decoded together")->check(CLI::Range(1, 4096));
+  run_cmd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+
+  auto* fwd = app.add_subcommand("forward", "teacher-forced forward pass on .npy token arrays");
+  fwd->add_option("--model", dir, "model directory")->required();
+  fwd->add_option("--src", src, "source ids, int64 [batch, src_len], padded with pad_id")->required();
+  fwd->add_option("--tgt", tgt, "target ids, int64 [batch, tgt_len]")->required();
+  fwd->add_option("--out-logits", out_logits, "float32 [batch, tgt_len, tgt_vocab]")->required();
+  fwd->add_option("--out-memory", out_memory, "float32 [batch, src_len, d_model]");
+  fwd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+
+  auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
+  info->add_option("--model", dir, "also describe this model");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (o.nbest > o.beam) throw error(fmt::format("--nbest {} exceeds --beam {}", o.nbest, o.beam));
+    lo.max_batch = std::max(batch * o.beam, 1);
+    if (*run_cmd) return run(dir, lo, o, input, batch);
+    if (*fwd) return forward(dir, lo, src, tgt, out_logits, out_memory);
+    if (*info) {
+      fmt::print("{}\n", Model::kernel_info());
+      fmt::print("schedules: hand schedules with knob values from schedules/knobs/x86-64.json (build default)\n");
+      fmt::print("Halide: 21.0.0 (AOT; the kernels need no Halide at run time)\n");
+      if (!dir.empty()) {
+        Model m = Model::load(dir, lo);
+        const auto& c = m.config();
+        fmt::print("model {}: d_model {}, {} heads, d_ff {}, {}+{} layers, vocab {}/{}, {}, {}\n", dir, c.d_model,
+                   c.nhead, c.dim_feedforward, c.num_encoder_layers, c.num_decoder_layers, c.src_vocab, c.tgt_vocab,
+                   c.norm_first ? "pre-LN" : "post-LN", c.activation);
+      }
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "halformer: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

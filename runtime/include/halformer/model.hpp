@@ -1,0 +1,78 @@
+// The halformer C++ API: load a model directory exported from PyTorch, run the
+// encoder, decode (greedy or beam search) with KV caches, or run a teacher-forced
+// forward pass. Errors throw halformer::error with a message naming the problem.
+#pragma once
+
+#include "halformer/config.hpp"
+#include "halformer/error.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace halformer {
+
+using sentence = std::vector<int>;
+
+struct decode_options {
+  int beam = 1;               // 1: greedy
+  int max_len = 128;          // new tokens per sentence, EOS included
+  int nbest = 1;              // hypotheses returned per sentence (<= beam)
+  float length_penalty = 1.0f; // beam scores are log P / length^length_penalty
+};
+
+struct hypothesis {
+  sentence tokens; // generated ids, without BOS, with EOS if produced
+  float score;     // log-probability / length^length_penalty (greedy: log-probability)
+};
+
+struct load_options {
+  int threads = 0;              // 0: all cores
+  int max_source_length = 1024; // longer sources are an error
+  int max_batch = 64;           // sentences per batch (x beam for decoding)
+};
+
+class Model {
+public:
+  // Loads DIR/config.json and DIR/model.safetensors; weights are repacked once.
+  static Model load(const std::string& dir, const load_options& options = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const model_config& config() const;
+  const std::vector<std::string>& warnings() const; // e.g. unknown config keys
+
+  // Translates every sentence; results[i] holds up to nbest hypotheses, best first.
+  // `on_done(i, hyps)`, if given, is called as soon as sentence i has finished.
+  std::vector<std::vector<hypothesis>> translate(
+      const std::vector<sentence>& sources, const decode_options& options = {},
+      const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done = {});
+
+  // Encoder output for a batch: memory[b] is (src_len x d_model) row-major,
+  // computed on the padded batch (positions past a sentence's length unspecified).
+  std::vector<std::vector<float>> encode(const std::vector<sentence>& sources);
+
+  // Incremental decoding, one step at a time: begin() encodes the sources and
+  // resets the caches; each decode_step() consumes one token per sentence and
+  // returns the next-token logits, (batch x tgt_vocab) row-major.
+  void begin(const std::vector<sentence>& sources);
+  std::vector<float> decode_step(const std::vector<int>& tokens);
+
+  // Teacher-forced forward pass: src [batch][src_len], tgt [batch][tgt_len], both
+  // padded with pad_id at the end. Writes logits [batch][tgt_len][tgt_vocab] and,
+  // if non-null, the encoder output [batch][src_len][d_model].
+  void forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
+               std::vector<float>* memory = nullptr);
+
+  // The kernels' ISA and the schedules compiled in.
+  static std::string kernel_info();
+
+private:
+  struct impl;
+  explicit Model(std::unique_ptr<impl>);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace halformer

@@ -1,0 +1,95 @@
+#include "halformer/config.hpp"
+
+#include "halformer/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace halformer {
+
+namespace {
+using nlohmann::json;
+
+int get_int(const json& j, const std::string& key, const std::string& where, int min) {
+  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
+  const json& v = j[key];
+  if (!v.is_number_integer()) throw error(where + ": key '" + key + "' must be an integer, not " + v.dump());
+  const auto x = v.get<std::int64_t>();
+  if (x < min || x > (1 << 30))
+    throw error(where + ": key '" + key + "' = " + std::to_string(x) + " is out of range (>= " + std::to_string(min) + ")");
+  return static_cast<int>(x);
+}
+bool get_bool(const json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
+  if (!j[key].is_boolean()) throw error(where + ": key '" + key + "' must be true or false, not " + j[key].dump());
+  return j[key].get<bool>();
+}
+std::string get_string(const json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
+  if (!j[key].is_string()) throw error(where + ": key '" + key + "' must be a string, not " + j[key].dump());
+  return j[key].get<std::string>();
+}
+} // namespace
+
+model_config model_config::parse(const std::string& text, const std::string& where,
+                                 std::vector<std::string>* warnings) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw error(where + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw error(where + ": expected a JSON object");
+  model_config c;
+  c.d_model = get_int(j, "d_model", where, 1);
+  c.nhead = get_int(j, "nhead", where, 1);
+  if (c.d_model % c.nhead != 0)
+    throw error(where + ": d_model (" + std::to_string(c.d_model) + ") is not a multiple of nhead (" +
+                std::to_string(c.nhead) + ")");
+  c.num_encoder_layers = get_int(j, "num_encoder_layers", where, 1);
+  c.num_decoder_layers = get_int(j, "num_decoder_layers", where, 1);
+  c.dim_feedforward = get_int(j, "dim_feedforward", where, 1);
+  c.src_vocab = get_int(j, "src_vocab", where, 1);
+  c.tgt_vocab = get_int(j, "tgt_vocab", where, 1);
+  c.norm_first = get_bool(j, "norm_first", where);
+  c.final_norm = get_bool(j, "final_norm", where);
+  c.scale_embedding = get_bool(j, "scale_embedding", where);
+  c.activation = get_string(j, "activation", where);
+  if (c.activation != "relu" && c.activation != "gelu")
+    throw error(where + ": activation '" + c.activation + "' is not relu or gelu");
+  if (!j.contains("layer_norm_eps")) throw error(where + ": missing required key 'layer_norm_eps'");
+  if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0))
+    throw error(where + ": key 'layer_norm_eps' must be a positive number, not " + j["layer_norm_eps"].dump());
+  c.layer_norm_eps = j["layer_norm_eps"].get<float>();
+  c.pad_id = get_int(j, "pad_id", where, 0);
+  c.bos_id = get_int(j, "bos_id", where, 0);
+  c.eos_id = get_int(j, "eos_id", where, 0);
+  for (const char* k : {"bos_id", "eos_id", "pad_id"}) {
+    const int id = k == std::string("bos_id") ? c.bos_id : k == std::string("eos_id") ? c.eos_id : c.pad_id;
+    if (id >= c.tgt_vocab && std::string(k) != "pad_id")
+      throw error(where + ": " + k + " " + std::to_string(id) + " is outside the target vocabulary (" +
+                  std::to_string(c.tgt_vocab) + ")");
+  }
+  if (get_string(j, "positional_encoding", where) != "sinusoidal")
+    throw error(where + ": positional_encoding must be \"sinusoidal\"");
+  static const std::set<std::string> known{"d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
+                                           "dim_feedforward", "src_vocab", "tgt_vocab", "norm_first",
+                                           "final_norm", "activation", "layer_norm_eps", "pad_id",
+                                           "bos_id", "eos_id", "scale_embedding", "positional_encoding"};
+  for (const auto& [k, v] : j.items())
+    if (!known.count(k) && warnings) warnings->push_back(where + ": unknown key '" + k + "' ignored");
+  return c;
+}
+
+model_config model_config::load(const std::string& path, std::vector<std::string>* warnings) {
+  std::ifstream in(path);
+  if (!in) throw error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path, warnings);
+}
+
+} // namespace halformer

@@ -1,0 +1,194 @@
+#include "halformer/model.hpp"
+
+#include "beam_search.hpp"
+#include "executor.hpp"
+#include "hf_all.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+extern "C" int halide_set_num_threads(int n);
+
+namespace halformer {
+
+struct Model::impl {
+  model_config config;
+  std::vector<std::string> warnings;
+  load_options options;
+  model_weights weights;
+  std::unique_ptr<executor> exec;
+  int position = 0; // next decode_step's position
+};
+
+Model::Model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const model_config& Model::config() const { return impl_->config; }
+const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
+
+Model Model::load(const std::string& dir, const load_options& options) {
+  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
+  if (options.threads < 0) throw error("threads must be >= 0 (0: all cores), not " + std::to_string(options.threads));
+  if (options.max_batch < 1) throw error("max_batch must be >= 1");
+  halide_set_num_threads(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  auto p = std::make_unique<impl>();
+  p->options = options;
+  p->config = model_config::load(dir + "/config.json", &p->warnings);
+  safetensors_file file(dir + "/model.safetensors");
+  p->weights = model_weights::load(file, p->config);
+  p->exec = std::make_unique<executor>(p->config, p->weights);
+  return Model(std::move(p));
+}
+
+namespace {
+// Validates token ids and builds the padded (len, rows) id buffer and lengths.
+void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, const char* what, ibuffer& ids,
+          ibuffer& lengths) {
+  if (rows.empty()) throw error(std::string(what) + ": empty batch");
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].empty()) throw error(std::string(what) + " " + std::to_string(i) + " is empty");
+    if (int(rows[i].size()) > max_len)
+      throw error(std::string(what) + " " + std::to_string(i) + " has " + std::to_string(rows[i].size()) +
+                  " tokens, more than the maximum " + std::to_string(max_len));
+    for (std::size_t j = 0; j < rows[i].size(); ++j)
+      if (rows[i][j] < 0 || rows[i][j] >= vocab)
+        throw error(std::string(what) + " " + std::to_string(i) + ", position " + std::to_string(j) + ": token id " +
+                    std::to_string(rows[i][j]) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    longest = std::max(longest, rows[i].size());
+  }
+  ids = ibuffer(int(longest), int(rows.size()));
+  lengths = ibuffer(int(rows.size()));
+  ids.fill(pad);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (std::size_t j = 0; j < rows[i].size(); ++j) ids(int(j), int(i)) = rows[i][j];
+    lengths(int(i)) = int(rows[i].size());
+  }
+}
+
+// Rows padded with pad_id at the end (the forward() contract) -> unpadded rows.
+std::vector<sentence> strip_padding(const std::vector<sentence>& rows, int pad, const char* what) {
+  std::vector<sentence> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    sentence s = rows[i];
+    while (!s.empty() && s.back() == pad) s.pop_back();
+    for (std::size_t j = 0; j < s.size(); ++j)
+      if (s[j] == pad)
+        throw error(std::string(what) + " row " + std::to_string(i) + ": pad_id at position " + std::to_string(j) +
+                    " before real tokens (padding must come last)");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+} // namespace
+
+std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sources) {
+  ibuffer ids, lengths;
+  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
+       lengths);
+  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), 1);
+  impl_->exec->encode(ids, lengths);
+  fbuffer m = impl_->exec->memory();
+  std::vector<std::vector<float>> out(sources.size());
+  for (std::size_t b = 0; b < sources.size(); ++b)
+    out[b].assign(&m(0, 0, int(b)), &m(0, 0, int(b)) + std::size_t(m.dim(0).extent()) * m.dim(1).extent());
+  return out;
+}
+
+void Model::begin(const std::vector<sentence>& sources) {
+  ibuffer ids, lengths;
+  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
+       lengths);
+  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), impl_->options.max_source_length);
+  impl_->exec->encode(ids, lengths);
+  impl_->exec->project_memory();
+  impl_->position = 0;
+}
+
+std::vector<float> Model::decode_step(const std::vector<int>& tokens) {
+  executor& e = *impl_->exec;
+  if (int(tokens.size()) != e.rows())
+    throw error("decode_step: " + std::to_string(tokens.size()) + " tokens for " + std::to_string(e.rows()) +
+                " sentences");
+  ibuffer ids(1, e.rows());
+  for (int r = 0; r < e.rows(); ++r) {
+    if (tokens[r] < 0 || tokens[r] >= impl_->config.tgt_vocab)
+      throw error("decode_step: token id " + std::to_string(tokens[r]) + " of sentence " + std::to_string(r) +
+                  " is outside the target vocabulary");
+    ids(0, r) = tokens[r];
+  }
+  fbuffer logits = e.decode(ids, impl_->position++);
+  return std::vector<float>(logits.begin(), logits.end());
+}
+
+void Model::forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
+                    std::vector<float>* memory) {
+  const model_config& c = impl_->config;
+  if (src.size() != tgt.size())
+    throw error("forward: " + std::to_string(src.size()) + " source rows but " + std::to_string(tgt.size()) +
+                " target rows");
+  if (src.empty()) throw error("forward: empty batch");
+  const std::size_t src_len = src[0].size(), tgt_len = tgt[0].size();
+  for (std::size_t i = 0; i < src.size(); ++i)
+    if (src[i].size() != src_len || tgt[i].size() != tgt_len)
+      throw error("forward: row " + std::to_string(i) + " is not as long as row 0 (rows must be padded)");
+  ibuffer src_ids, src_lengths, tgt_ids, tgt_lengths;
+  pack(strip_padding(src, c.pad_id, "source"), c.src_vocab, c.pad_id, impl_->options.max_source_length, "source",
+       src_ids, src_lengths);
+  // The target is decoded teacher-forced as given, padding included (as PyTorch).
+  pack(tgt, c.tgt_vocab, c.pad_id, impl_->options.max_source_length, "target", tgt_ids, tgt_lengths);
+  // Keep the padded source width: outputs are [batch][src_len][...].
+  ibuffer ids(int(src_len), int(src.size()));
+  ids.fill(c.pad_id);
+  for (int b = 0; b < ids.dim(1).extent(); ++b)
+    for (int j = 0; j < src_lengths(b); ++j) ids(j, b) = src_ids(j, b);
+  executor& e = *impl_->exec;
+  e.reserve(int(src.size()), int(src_len), int(tgt_len));
+  e.encode(ids, src_lengths);
+  e.project_memory();
+  fbuffer l = e.decode(tgt_ids, 0);
+  logits.assign(l.begin(), l.end()); // (vocab, t, batch) is [batch][t][vocab]
+  if (memory) {
+    fbuffer m = e.memory();
+    memory->assign(m.begin(), m.end());
+  }
+}
+
+std::vector<std::vector<hypothesis>> Model::translate(
+    const std::vector<sentence>& sources, const decode_options& o,
+    const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done) {
+  if (o.beam < 1) throw error("beam must be >= 1, not " + std::to_string(o.beam));
+  if (o.nbest < 1 || o.nbest > o.beam)
+    throw error("nbest must be in [1, beam = " + std::to_string(o.beam) + "], not " + std::to_string(o.nbest));
+  if (o.max_len < 1) throw error("max_len must be >= 1, not " + std::to_string(o.max_len));
+  if (!(o.length_penalty >= 0)) throw error("length_penalty must be >= 0");
+  std::vector<std::vector<hypothesis>> results(sources.size());
+  const std::size_t per_batch = std::max(1, impl_->options.max_batch / o.beam);
+  for (std::size_t first = 0; first < sources.size(); first += per_batch) {
+    const std::size_t n = std::min(per_batch, sources.size() - first);
+    std::vector<sentence> chunk(sources.begin() + first, sources.begin() + first + n);
+    ibuffer ids, lengths;
+    pack(chunk, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
+         lengths);
+    beam_search(*impl_->exec, impl_->config, ids, lengths, o, [&](std::size_t i, std::vector<hypothesis> h) {
+      results[first + i] = std::move(h);
+      if (on_done) on_done(first + i, results[first + i]);
+    });
+  }
+  return results;
+}
+
+std::string Model::kernel_info() {
+  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
+  std::string s = "kernel ISA: ";
+  s += halformer_active_isa();
+  s += " (compiled: avx512, avx2, sse41; HALFORMER_ISA forces one)\nCPU supports:";
+  for (const char* isa : {"avx512", "avx2", "sse41"})
+    if (halformer_cpu_supports(isa)) s += std::string(" ") + isa;
+  return s;
+}
+
+} // namespace halformer
