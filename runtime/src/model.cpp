@@ -69,6 +69,14 @@ void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, co
   }
 }
 
+// A (possibly cropped, non-dense) buffer's elements, dim 0 fastest.
+std::vector<float> dense(const fbuffer& b) {
+  std::vector<float> out;
+  out.reserve(b.number_of_elements());
+  b.for_each_value([&](float v) { out.push_back(v); });
+  return out;
+}
+
 // Rows padded with pad_id at the end (the forward() contract) -> unpadded rows.
 std::vector<sentence> strip_padding(const std::vector<sentence>& rows, int pad, const char* what) {
   std::vector<sentence> out;
@@ -120,8 +128,7 @@ std::vector<float> Model::decode_step(const std::vector<int>& tokens) {
                   " is outside the target vocabulary");
     ids(0, r) = tokens[r];
   }
-  fbuffer logits = e.decode(ids, impl_->position++);
-  return std::vector<float>(logits.begin(), logits.end());
+  return dense(e.decode(ids, impl_->position++));
 }
 
 void Model::forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
@@ -149,12 +156,8 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
   e.reserve(int(src.size()), int(src_len), int(tgt_len));
   e.encode(ids, src_lengths);
   e.project_memory();
-  fbuffer l = e.decode(tgt_ids, 0);
-  logits.assign(l.begin(), l.end()); // (vocab, t, batch) is [batch][t][vocab]
-  if (memory) {
-    fbuffer m = e.memory();
-    memory->assign(m.begin(), m.end());
-  }
+  logits = dense(e.decode(tgt_ids, 0)); // (vocab, t, batch) is [batch][t][vocab]
+  if (memory) *memory = dense(e.memory());
 }
 
 std::vector<std::vector<hypothesis>> Model::translate(

@@ -8,7 +8,15 @@
 
 namespace halformer::npy {
 
-int_array read_ints(const std::string& path) {
+namespace {
+struct raw {
+  char kind;
+  int width;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+};
+
+raw read_raw(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot open '" + path + "'");
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -34,12 +42,11 @@ int_array read_ints(const std::string& path) {
   const char kind = m[2].str()[0];
   const int width = std::stoi(m[3].str());
   if (m[1].str() == ">") throw error(where + ": big-endian data is not supported");
-  if (kind != 'i' || (width != 1 && width != 2 && width != 4 && width != 8))
-    throw error(where + ": expected an integer array (int8/16/32/64), got " + m[2].str() + m[3].str());
+  if (width != 1 && width != 2 && width != 4 && width != 8) throw error(where + ": unsupported element width");
   if (std::regex_search(header, std::regex("'fortran_order':\\s*True")))
     throw error(where + ": Fortran-ordered arrays are not supported");
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) throw error(where + ": no shape in header");
-  int_array a;
+  raw a{kind, width, {}, {}};
   std::string dims = m[1].str();
   std::regex num("\\d+");
   std::size_t count = 1;
@@ -54,8 +61,19 @@ int_array read_ints(const std::string& path) {
   if (all.size() - data_start != count * std::size_t(width))
     throw error(where + ": holds " + std::to_string(all.size() - data_start) + " data bytes, the shape needs " +
                 std::to_string(count * std::size_t(width)));
+  a.bytes = all.substr(data_start);
+  return a;
+}
+} // namespace
+
+int_array read_ints(const std::string& path) {
+  raw r = read_raw(path);
+  if (r.kind != 'i') throw error("'" + path + "': expected an integer array (int8/16/32/64)");
+  int_array a{r.shape, {}};
+  const std::size_t count = r.bytes.size() / std::size_t(r.width);
+  const int width = r.width;
   a.data.resize(count);
-  const char* p = all.data() + data_start;
+  const char* p = r.bytes.data();
   for (std::size_t i = 0; i < count; ++i) {
     std::int64_t v = 0;
     switch (width) {
@@ -66,6 +84,14 @@ int_array read_ints(const std::string& path) {
     }
     a.data[i] = v;
   }
+  return a;
+}
+
+float_array read_f32(const std::string& path) {
+  raw r = read_raw(path);
+  if (r.kind != 'f' || r.width != 4) throw error("'" + path + "': expected a float32 array");
+  float_array a{r.shape, std::vector<float>(r.bytes.size() / 4)};
+  std::memcpy(a.data.data(), r.bytes.data(), r.bytes.size());
   return a;
 }
 

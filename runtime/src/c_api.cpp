@@ -1,0 +1,109 @@
+// The C API over halformer::Model: exceptions become -1 and a per-thread message.
+#include "halformer/halformer.h"
+
+#include "halformer/model.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+struct halformer_model {
+  halformer::Model model;
+};
+
+namespace {
+thread_local std::string last_error;
+
+template <class F> int guarded(F&& f) {
+  try {
+    f();
+    last_error.clear();
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+  } catch (...) {
+    last_error = "unknown error";
+  }
+  return -1;
+}
+void require(bool ok, const char* what) {
+  if (!ok) throw halformer::error(what);
+}
+} // namespace
+
+extern "C" {
+
+int halformer_model_load(const char* dir, int threads, halformer_model** out) {
+  return guarded([&] {
+    require(dir && out, "halformer_model_load: dir and out must not be NULL");
+    halformer::load_options o;
+    o.threads = threads;
+    *out = new halformer_model{halformer::Model::load(dir, o)};
+  });
+}
+
+void halformer_model_free(halformer_model* model) { delete model; }
+
+int halformer_model_dims(const halformer_model* m, int* d_model, int* src_vocab, int* tgt_vocab, int* bos_id,
+                         int* eos_id, int* pad_id) {
+  return guarded([&] {
+    require(m, "halformer_model_dims: model is NULL");
+    const auto& c = m->model.config();
+    if (d_model) *d_model = c.d_model;
+    if (src_vocab) *src_vocab = c.src_vocab;
+    if (tgt_vocab) *tgt_vocab = c.tgt_vocab;
+    if (bos_id) *bos_id = c.bos_id;
+    if (eos_id) *eos_id = c.eos_id;
+    if (pad_id) *pad_id = c.pad_id;
+  });
+}
+
+int halformer_translate(halformer_model* m, const int32_t* const* src, const int32_t* src_lengths, int n, int beam,
+                        int max_len, float length_penalty, int32_t* out_tokens, int32_t* out_lengths,
+                        float* out_scores) {
+  return guarded([&] {
+    require(m && src && src_lengths && out_tokens && out_lengths, "halformer_translate: NULL argument");
+    require(n > 0, "halformer_translate: n must be > 0");
+    std::vector<halformer::sentence> sources(n);
+    for (int i = 0; i < n; ++i) {
+      require(src_lengths[i] >= 0 && (src[i] || src_lengths[i] == 0), "halformer_translate: bad source length");
+      sources[i].assign(src[i], src[i] + src_lengths[i]);
+    }
+    halformer::decode_options o;
+    o.beam = beam, o.max_len = max_len, o.length_penalty = length_penalty;
+    auto results = m->model.translate(sources, o);
+    for (int i = 0; i < n; ++i) {
+      const auto& h = results[i].at(0);
+      std::copy(h.tokens.begin(), h.tokens.end(), out_tokens + std::size_t(i) * max_len);
+      out_lengths[i] = int32_t(h.tokens.size());
+      if (out_scores) out_scores[i] = h.score;
+    }
+  });
+}
+
+int halformer_forward(halformer_model* m, const int64_t* src, int batch, int src_len, const int64_t* tgt,
+                      int tgt_len, float* logits, float* memory) {
+  return guarded([&] {
+    require(m && src && tgt && logits, "halformer_forward: NULL argument");
+    require(batch > 0 && src_len > 0 && tgt_len > 0, "halformer_forward: sizes must be > 0");
+    std::vector<halformer::sentence> s(batch), t(batch);
+    auto id = [](int64_t v, const char* what) {
+      if (v < 0 || v > INT32_MAX)
+        throw halformer::error(std::string("halformer_forward: ") + what + " token id " + std::to_string(v) +
+                               " is out of range");
+      return int(v);
+    };
+    for (int b = 0; b < batch; ++b) {
+      for (int j = 0; j < src_len; ++j) s[b].push_back(id(src[std::size_t(b) * src_len + j], "source"));
+      for (int j = 0; j < tgt_len; ++j) t[b].push_back(id(tgt[std::size_t(b) * tgt_len + j], "target"));
+    }
+    std::vector<float> l, mem;
+    m->model.forward(s, t, l, memory ? &mem : nullptr);
+    std::copy(l.begin(), l.end(), logits);
+    if (memory) std::copy(mem.begin(), mem.end(), memory);
+  });
+}
+
+const char* halformer_last_error_message(void) { return last_error.c_str(); }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The halformer CLI end to end on a fixture model: help, run (greedy equals the
+# float64 reference's tokens), forward (equals PyTorch's logits), info, and its
+# errors (unknown option, empty line, bad token, missing file) with messages.
+set -u
+bin=$1 fixtures=$2
+model=$fixtures/post_ln_relu
+failures=0
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+expect_error() { # expect_error "message part" command...
+  local want=$1; shift
+  local out; out=$("$@" 2>&1) && fail "succeeded: $*" && return
+  grep -qF -- "$want" <<<"$out" || fail "'$*' printed '$out', not '$want'"
+}
+
+"$bin" --help >/dev/null || fail "--help"
+for c in run forward info; do "$bin" $c --help | grep -q -- "--" || fail "$c --help"; done
+expect_error "bogus" "$bin" run --model "$model" --bogus
+expect_error "input line 2 is empty" "$bin" run --model "$model" --input <(printf '3 4\n\n5\n')
+expect_error "input line 1: 'x7' is not a token id" "$bin" run --model "$model" --input <(printf 'x7\n')
+expect_error "token id 99 is outside" "$bin" run --model "$model" --input <(printf '3 99\n')
+expect_error "cannot open" "$bin" run --model /nonexistent --input <(printf '3\n')
+expect_error "--nbest 3 exceeds --beam 2" "$bin" run --model "$model" --beam 2 --nbest 3 --input <(printf '3\n')
+
+# Greedy tokens of the fixture's sentences equal the reference decoder's.
+want=$(/usr/bin/python3 -c "
+import json; e = json.load(open('$model/expected.json'))
+print('\n'.join(' '.join(map(str, g)) for g in e['greedy']))")
+input=$(/usr/bin/python3 -c "
+import json, numpy as np; e = json.load(open('$model/expected.json')); s = np.load('$model/src.npy')
+print('\n'.join(' '.join(map(str, s[b, :n])) for b, n in enumerate(e['src_lengths'])))")
+got=$("$bin" run --model "$model" --max-len 10 --threads 1 <<<"$input") || fail "run"
+[[ "$got" == "$want" ]] || fail "run printed '$got', expected '$want'"
+nbest=$("$bin" run --model "$model" --max-len 10 --beam 3 --nbest 2 <<<"$input" | wc -l)
+[[ $nbest == 8 ]] || fail "--nbest 2 printed $nbest lines for 4 inputs"
+
+tmp=$(mktemp -d)
+"$bin" forward --model "$model" --src "$model/src.npy" --tgt "$model/tgt.npy" --out-logits "$tmp/l.npy" \
+  --out-memory "$tmp/m.npy" || fail "forward"
+/usr/bin/python3 -c "
+import numpy as np, sys
+a, b = np.load('$tmp/l.npy'), np.load('$model/logits.npy')
+err = np.abs(a - b).max() / (np.sqrt((b ** 2).mean()))
+sys.exit(0 if a.shape == b.shape and err < 1e-4 else 'forward logits differ: %g' % err)" || fail "forward logits"
+expect_error "expected an integer array" "$bin" forward --model "$model" --src "$tmp/l.npy" --tgt "$model/tgt.npy" --out-logits "$tmp/x.npy"
+rm -rf "$tmp"
+
+"$bin" info | grep -q "kernel ISA" || fail "info"
+echo "cli tests: $failures failures"
+exit $((failures != 0))

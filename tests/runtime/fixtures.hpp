@@ -1,0 +1,41 @@
+// The parity fixtures written by tools/make_fixtures.py (tests/fixtures/<name>/).
+#pragma once
+
+#include "../../runtime/src/npy.hpp"
+#include "halformer/model.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fixtures {
+
+inline const std::vector<std::string>& names() {
+  static const std::vector<std::string> n{"post_ln_relu", "pre_ln_gelu", "post_ln_gelu_deep", "pre_ln_relu_heads8"};
+  return n;
+}
+inline std::string dir(const std::string& name) { return std::string(HALFORMER_FIXTURES) + "/" + name; }
+
+inline nlohmann::json expected(const std::string& name) {
+  std::ifstream in(dir(name) + "/expected.json");
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<halformer::sentence> rows(const halformer::npy::int_array& a) {
+  std::vector<halformer::sentence> r(std::size_t(a.shape[0]));
+  for (std::size_t b = 0; b < r.size(); ++b)
+    for (std::int64_t j = 0; j < a.shape[1]; ++j) r[b].push_back(int(a.data[b * a.shape[1] + j]));
+  return r;
+}
+
+// The fixture's source sentences without padding.
+inline std::vector<halformer::sentence> sources(const std::string& name) {
+  auto padded = rows(halformer::npy::read_ints(dir(name) + "/src.npy"));
+  auto lengths = expected(name)["src_lengths"].get<std::vector<int>>();
+  for (std::size_t b = 0; b < padded.size(); ++b) padded[b].resize(std::size_t(lengths[b]));
+  return padded;
+}
+
+} // namespace fixtures
