@@ -11,9 +11,11 @@ set(HALFORMER_X86_TARGETS
 add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41)
 
 set(HALFORMER_KERNELS "")
-# halformer_kernel(NAME GENERATOR gen [PARAMS k=v ...]): function hf_NAME.
+set(HALFORMER_KERNEL_SCHEDULES "")
+# halformer_kernel(NAME GENERATOR gen KNOBS section [PARAMS k=v ...]): function
+# hf_NAME; KNOBS names its schedule's section of the knob file (as its generator does).
 function(halformer_kernel name)
-  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "" "GENERATOR;KNOBS" "PARAMS" ${ARGN})
   add_halide_library(hf_${name} FROM halformer.generators
     GENERATOR ${ARG_GENERATOR}
     FUNCTION_NAME hf_${name}
@@ -22,19 +24,21 @@ function(halformer_kernel name)
     PARAMS knob_file=${HALFORMER_KNOB_FILE} ${ARG_PARAMS}
     DEPENDS ${HALFORMER_KNOB_FILE})
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
+  set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} ${name}=${ARG_KNOBS} PARENT_SCOPE)
 endfunction()
 
-halformer_kernel(embedding GENERATOR embedding)
-halformer_kernel(qkv_projection GENERATOR qkv_projection)
-halformer_kernel(kv_projection GENERATOR kv_projection)
-halformer_kernel(q_projection GENERATOR q_projection)
-halformer_kernel(attention GENERATOR attention)
-halformer_kernel(out_projection GENERATOR out_projection)
-halformer_kernel(ffn_relu GENERATOR ffn PARAMS activation=relu)
-halformer_kernel(ffn_gelu GENERATOR ffn PARAMS activation=gelu)
-halformer_kernel(layernorm GENERATOR layernorm)
-halformer_kernel(add_layernorm GENERATOR add_layernorm)
-halformer_kernel(softmax GENERATOR softmax PARAMS log=false)
-halformer_kernel(log_softmax GENERATOR softmax PARAMS log=true)
-halformer_kernel(logits GENERATOR logits)
+halformer_kernel(embedding GENERATOR embedding KNOBS embedding)
+halformer_kernel(qkv_projection GENERATOR qkv_projection KNOBS head_projection)
+halformer_kernel(kv_projection GENERATOR kv_projection KNOBS head_projection)
+halformer_kernel(q_projection GENERATOR q_projection KNOBS head_projection)
+halformer_kernel(attention GENERATOR attention KNOBS attention)
+halformer_kernel(out_projection GENERATOR out_projection KNOBS out_projection)
+halformer_kernel(ffn_relu GENERATOR ffn KNOBS ffn PARAMS activation=relu)
+halformer_kernel(ffn_gelu GENERATOR ffn KNOBS ffn PARAMS activation=gelu)
+halformer_kernel(layernorm GENERATOR layernorm KNOBS layernorm)
+halformer_kernel(add_layernorm GENERATOR add_layernorm KNOBS layernorm)
+halformer_kernel(softmax GENERATOR softmax KNOBS softmax PARAMS log=false)
+halformer_kernel(log_softmax GENERATOR softmax KNOBS softmax PARAMS log=true)
+halformer_kernel(logits GENERATOR logits KNOBS logits)
 set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
+set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} PARENT_SCOPE)

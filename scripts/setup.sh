@@ -49,5 +49,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHalide_ROOT="$halid
 echo "== build"
 cmake --build "$build" --parallel "$(nproc)"
 
-echo "== demo"
+echo "== demo: one encoder layer through the kernels"
 "$build/bin/halformer_demo"
+echo "== demo: translate with the built-in model ($build/demo-model, random weights: the ids are meaningless)"
+echo "   \$ printf '5 6 7 8 9\\n10 11 12\\n' | $build/bin/halformer run --model $build/demo-model --beam 4 --max-len 12"
+printf '5 6 7 8 9\n10 11 12\n' | "$build/bin/halformer" run --model "$build/demo-model" --beam 4 --max-len 12
+"$build/bin/halformer" info --model "$build/demo-model"

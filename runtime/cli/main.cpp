@@ -4,11 +4,14 @@
 //   halformer info     [--model DIR]
 #include "halformer/model.hpp"
 #include "../src/npy.hpp"
+#include "halformer_build_info.h"
+#include "hf_all.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -152,7 +155,17 @@ int main(int argc, char** argv) {
     if (*fwd) return forward(dir, lo, src, tgt, out_logits, out_memory);
     if (*info) {
       fmt::print("{}\n", Model::kernel_info());
-      fmt::print("schedules: hand schedules with knob values from schedules/knobs/x86-64.json (build default)\n");
+      fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
+      const auto knobs = nlohmann::json::parse(build_info::knob_json);
+      const std::string isa = halformer_active_isa();
+      std::stringstream list(build_info::kernels); // "kernel=knob section,..."
+      for (std::string entry; std::getline(list, entry, ',');) {
+        const std::string k = entry.substr(0, entry.find('=')), sched = entry.substr(entry.find('=') + 1);
+        std::string values;
+        for (const auto& [name, v] : knobs[sched][isa].items())
+          if (name[0] != '_') values += (values.empty() ? "" : " ") + name + "=" + v.dump();
+        fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values);
+      }
       fmt::print("Halide: 21.0.0 (AOT; the kernels need no Halide at run time)\n");
       if (!dir.empty()) {
         Model m = Model::load(dir, lo);
