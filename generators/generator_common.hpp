@@ -13,17 +13,17 @@
 #define HALFORMER_KNOB_PARAMS                                                                                          \
   GeneratorParam<std::string> knob_file{"knob_file", ""};                                                              \
   GeneratorParam<std::string> knobs{"knobs", ""};                                                                      \
-  halformer::schedules::knob_values knobs_for(const std::string &kernel,                                               \
-                                              const std::vector<halformer::schedules::knob_decl> &decls) {             \
+  halformer::schedules::knob_values knobs_for(const std::string& kernel,                                               \
+                                              const std::vector<halformer::schedules::knob_decl>& decls) {             \
     return halformer::schedules::load_knobs(kernel, decls, get_target(), knob_file, knobs);                            \
   }
 
 namespace halformer::generators {
 
 // out(dims...) = l(dims...), with out's extents constrained to the dimension symbols.
-template <class Output> void emit(dsl::lowering &ctx, const dsl::lowered &l, Output &out) {
+template <class Output> void emit(dsl::lowering& ctx, const dsl::lowered& l, Output& out) {
   std::vector<Halide::Var> vars;
-  for (const auto &d : l.dims)
+  for (const auto& d : l.dims)
     vars.push_back(ctx.var(d));
   out(vars) = l.f(vars);
   for (std::size_t i = 0; i < l.dims.size(); ++i) {

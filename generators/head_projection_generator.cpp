@@ -14,14 +14,14 @@ struct projection_set {
   dsl::kernels::head_projection k;
   std::vector<std::pair<std::string, Halide::Func>> outs;
 
-  template <class X> void input(X &x) { ctx.bind(k.x, x); }
-  template <class W, class B, class O> void add(const std::string &which, W &w, B &b, O &out) {
+  template <class X> void input(X& x) { ctx.bind(k.x, x); }
+  template <class W, class B, class O> void add(const std::string& which, W& w, B& b, O& out) {
     ctx.bind(k.weight("w_" + which), w);
     ctx.bind(k.bias("b_" + which), b);
     emit(ctx, ctx.lower(k.algorithm(which)), out);
     outs.emplace_back(which + "_proj", out);
   }
-  void schedule(const Halide::Target &target, const schedules::knob_values &knobs) {
+  void schedule(const Halide::Target& target, const schedules::knob_values& knobs) {
     schedules::cpu::head_projection(ctx, outs, target, knobs);
   }
 };

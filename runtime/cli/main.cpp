@@ -2,8 +2,8 @@
 //   halformer run      --model DIR [--beam K] [--max-len N] [--nbest N] [--input FILE] ...
 //   halformer forward  --model DIR --src SRC.npy --tgt TGT.npy --out-logits OUT.npy [--out-memory MEM.npy]
 //   halformer info     [--model DIR]
-#include "halformer/model.hpp"
 #include "../src/npy.hpp"
+#include "halformer/model.hpp"
 #include "halformer_build_info.h"
 #include "hf_all.h"
 
@@ -11,8 +11,8 @@
 #include <fmt/core.h>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 using namespace halformer;
@@ -36,23 +36,27 @@ sentence parse_line(const std::string& line, std::size_t line_no) {
       throw error(fmt::format("input line {}: '{}' is not a token id", line_no, word));
     s.push_back(int(v));
   }
-  if (s.empty()) throw error(fmt::format("input line {} is empty", line_no));
+  if (s.empty())
+    throw error(fmt::format("input line {} is empty", line_no));
   return s;
 }
 
 std::string join(const sentence& s) {
   std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? " " : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i)
+    out += (i ? " " : "") + std::to_string(s[i]);
   return out;
 }
 
 int run(const std::string& dir, const load_options& lo, const decode_options& o, const std::string& input, int batch) {
   Model model = Model::load(dir, lo);
-  for (const auto& w : model.warnings()) fmt::print(stderr, "halformer: warning: {}\n", w);
+  for (const auto& w : model.warnings())
+    fmt::print(stderr, "halformer: warning: {}\n", w);
   std::ifstream file;
   if (!input.empty()) {
     file.open(input);
-    if (!file) throw error("cannot open input '" + input + "'");
+    if (!file)
+      throw error("cannot open input '" + input + "'");
   }
   std::istream& in = input.empty() ? std::cin : file;
   std::string line;
@@ -60,8 +64,19 @@ int run(const std::string& dir, const load_options& lo, const decode_options& o,
   bool more = true;
   while (more) {
     std::vector<sentence> chunk;
-    while (int(chunk.size()) < batch && (more = bool(std::getline(in, line)))) chunk.push_back(parse_line(line, ++line_no));
-    if (chunk.empty()) break;
+    while (int(chunk.size()) < batch && (more = bool(std::getline(in, line)))) {
+      chunk.push_back(parse_line(line, ++line_no));
+      const auto& c = model.config();
+      if (int(chunk.back().size()) > lo.max_source_length)
+        throw error(fmt::format("input line {} has {} tokens, more than the maximum {} (--max-source-len)", line_no,
+                                chunk.back().size(), lo.max_source_length));
+      for (int id : chunk.back())
+        if (id >= c.src_vocab)
+          throw error(fmt::format("input line {}: token id {} is outside the source vocabulary [0, {})", line_no, id,
+                                  c.src_vocab));
+    }
+    if (chunk.empty())
+      break;
     const std::size_t first_line = line_no - chunk.size() + 1;
     // Print in input order, each sentence as soon as it and all before it are done.
     std::vector<std::vector<hypothesis>> ready(chunk.size());
@@ -72,7 +87,8 @@ int run(const std::string& dir, const load_options& lo, const decode_options& o,
         if (o.nbest == 1)
           fmt::print("{}\n", join(ready[next][0].tokens));
         else
-          for (const auto& h : ready[next]) fmt::print("{} ||| {} ||| {:.6f}\n", first_line + next - 1, join(h.tokens), h.score);
+          for (const auto& h : ready[next])
+            fmt::print("{} ||| {} ||| {:.6f}\n", first_line + next - 1, join(h.tokens), h.score);
       }
       std::fflush(stdout);
     };
@@ -90,12 +106,14 @@ int run(const std::string& dir, const load_options& lo, const decode_options& o,
 }
 
 std::vector<sentence> rows_of(const npy::int_array& a, const std::string& what) {
-  if (a.shape.size() != 2) throw error(what + " must be a 2-d array [batch, length]");
+  if (a.shape.size() != 2)
+    throw error(what + " must be a 2-d array [batch, length]");
   std::vector<sentence> rows(std::size_t(a.shape[0]));
   for (std::size_t b = 0; b < rows.size(); ++b)
     for (std::int64_t j = 0; j < a.shape[1]; ++j) {
       const std::int64_t v = a.data[b * a.shape[1] + j];
-      if (v < 0 || v > (1ll << 30)) throw error(fmt::format("{} [{}, {}]: token id {} is out of range", what, b, j, v));
+      if (v < 0 || v > (1ll << 30))
+        throw error(fmt::format("{} [{}, {}]: token id {} is out of range", what, b, j, v));
       rows[b].push_back(int(v));
     }
   return rows;
@@ -128,6 +146,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--model", dir, "model directory (config.json + model.safetensors)")->required();
   run_cmd->add_option("--beam", o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
   run_cmd->add_option("--max-len", o.max_len, "maximum new tokens per sentence")->check(CLI::Range(1, 100000));
+  run_cmd->add_option("--max-source-len", lo.max_source_length, "longer source lines are an error")
+      ->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--nbest", o.nbest, "hypotheses per input (> 1: 'line ||| ids ||| score' lines)")
       ->check(CLI::Range(1, 64));
   run_cmd->add_option("--length-penalty", o.length_penalty, "beam scores are log P / length^this")
@@ -149,10 +169,14 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (o.nbest > o.beam) throw error(fmt::format("--nbest {} exceeds --beam {}", o.nbest, o.beam));
+    if (o.nbest > o.beam)
+      throw error(fmt::format("--nbest {} exceeds --beam {}", o.nbest, o.beam));
     lo.max_batch = std::max(batch * o.beam, 1);
-    if (*run_cmd) return run(dir, lo, o, input, batch);
-    if (*fwd) return forward(dir, lo, src, tgt, out_logits, out_memory);
+    lo.max_target_length = std::max(o.max_len, 1);
+    if (*run_cmd)
+      return run(dir, lo, o, input, batch);
+    if (*fwd)
+      return forward(dir, lo, src, tgt, out_logits, out_memory);
     if (*info) {
       fmt::print("{}\n", Model::kernel_info());
       fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
@@ -163,7 +187,8 @@ int main(int argc, char** argv) {
         const std::string k = entry.substr(0, entry.find('=')), sched = entry.substr(entry.find('=') + 1);
         std::string values;
         for (const auto& [name, v] : knobs[sched][isa].items())
-          if (name[0] != '_') values += (values.empty() ? "" : " ") + name + "=" + v.dump();
+          if (name[0] != '_')
+            values += (values.empty() ? "" : " ") + name + "=" + v.dump();
         fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values);
       }
       fmt::print("Halide: 21.0.0 (AOT; the kernels need no Halide at run time)\n");

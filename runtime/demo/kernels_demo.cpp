@@ -14,19 +14,19 @@
 using Halide::Runtime::Buffer;
 
 namespace {
-template <class T> Buffer<T> random_buffer(std::mt19937 &rng, std::initializer_list<int> shape, float scale) {
+template <class T> Buffer<T> random_buffer(std::mt19937& rng, std::initializer_list<int> shape, float scale) {
   Buffer<T> b{std::vector<int>(shape)};
   std::normal_distribution<float> n(0.0f, scale);
-  b.for_each_value([&](T &v) { v = static_cast<T>(n(rng)); });
+  b.for_each_value([&](T& v) { v = static_cast<T>(n(rng)); });
   return b;
 }
-void check(int rc, const char *kernel) {
+void check(int rc, const char* kernel) {
   if (rc != 0) {
     std::fprintf(stderr, "%s failed (%d): %s\n", kernel, rc, halformer_last_error());
     std::exit(1);
   }
 }
-template <class F> double timed(F &&f) {
+template <class F> double timed(F&& f) {
   auto t0 = std::chrono::steady_clock::now();
   f();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -43,10 +43,10 @@ int main() {
   const float w_scale = 1.0f / std::sqrt(float(d_model));
   auto table = random_buffer<float>(rng, {d_model, vocab}, 1.0f);
   Buffer<int32_t> ids(t, batch);
-  ids.for_each_value([&](int32_t &v) { v = int32_t(rng() % vocab); });
+  ids.for_each_value([&](int32_t& v) { v = int32_t(rng() % vocab); });
   Buffer<float> wq = random_buffer<float>(rng, {d_k, heads, d_model}, w_scale), wk = wq.copy(), wv = wq.copy();
   Buffer<float> bq(d_k, heads), bk(d_k, heads), bv(d_k, heads);
-  for (auto *b : {&bq, &bk, &bv})
+  for (auto* b : {&bq, &bk, &bv})
     b->fill(0.01f);
   auto wo = random_buffer<float>(rng, {d_model, d_k, heads}, w_scale);
   auto w1 = random_buffer<float>(rng, {d_ff, d_model}, w_scale);
@@ -62,7 +62,7 @@ int main() {
   std::printf("halformer kernels demo: one encoder layer, d_model %d, %d heads, d_ff %d, %d x %d tokens, ISA %s\n",
               d_model, heads, d_ff, batch, t, halformer_active_isa());
   struct step {
-    const char *name;
+    const char* name;
     double ms;
   } steps[] = {
       {"embedding", timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, x), "embedding"); })},
@@ -73,7 +73,7 @@ int main() {
       {"ffn_relu", timed([&] { check(hf_ffn_relu(n1, n1, w1, b1, w2, b2, f), "ffn"); })},
       {"layernorm", timed([&] { check(hf_layernorm(f, gamma, beta, 1e-5f, out), "layernorm"); })},
   };
-  for (const auto &s : steps)
+  for (const auto& s : steps)
     std::printf("  %-16s %8.3f ms (first call, cold)\n", s.name, s.ms);
   double sum = 0, sq = 0;
   out.for_each_value([&](float v) { sum += v, sq += double(v) * v; });

@@ -23,16 +23,16 @@ int halformer_kernels_init(void);
  * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel
  * chooses its ISA on its first call and keeps it: force before any kernel runs
  * (afterwards a different choice returns -1). */
-int halformer_force_isa(const char *isa);
+int halformer_force_isa(const char* isa);
 
 /* The ISA the kernels run now: "avx512", "avx2" or "sse41". */
-const char *halformer_active_isa(void);
+const char* halformer_active_isa(void);
 
 /* Whether the CPU itself supports `isa` (ignoring any forcing). */
-int halformer_cpu_supports(const char *isa);
+int halformer_cpu_supports(const char* isa);
 
 /* The message of the last kernel error on this thread ("" if none). */
-const char *halformer_last_error(void);
+const char* halformer_last_error(void);
 void halformer_clear_error(void);
 
 #ifdef __cplusplus

@@ -38,7 +38,7 @@ static int feature_level(int f) {
  * after that, forcing another ISA would not take effect everywhere. */
 static volatile int dispatched = 0;
 
-static int can_use(int count, const uint64_t *features) {
+static int can_use(int count, const uint64_t* features) {
   dispatched = 1;
   for (int word = 0; word < count; ++word)
     for (int bit = 0; bit < 64; ++bit)
@@ -48,12 +48,12 @@ static int can_use(int count, const uint64_t *features) {
   return halide_default_can_use_target_features(count, features);
 }
 
-static void on_error(void *user_context, const char *msg) {
+static void on_error(void* user_context, const char* msg) {
   (void)user_context;
   snprintf(last_error, sizeof last_error, "%s", msg);
 }
 
-static int parse(const char *isa) {
+static int parse(const char* isa) {
   if (!isa || !strcmp(isa, "auto") || !*isa)
     return LEVEL_AUTO;
   if (!strcmp(isa, "avx512"))
@@ -65,7 +65,7 @@ static int parse(const char *isa) {
   return 0;
 }
 
-int halformer_force_isa(const char *isa) {
+int halformer_force_isa(const char* isa) {
   int level = parse(isa);
   if (!level) {
     snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512, avx2 or sse41)", isa);
@@ -101,7 +101,7 @@ static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
   }
 }
 
-int halformer_cpu_supports(const char *isa) {
+int halformer_cpu_supports(const char* isa) {
   int level = parse(isa);
   if (!level)
     return 0;
@@ -112,8 +112,8 @@ int halformer_cpu_supports(const char *isa) {
   return halide_default_can_use_target_features(FEATURE_WORDS, words);
 }
 
-const char *halformer_active_isa(void) {
-  static const char *names[] = {"", "sse41", "avx2", "avx512"};
+const char* halformer_active_isa(void) {
+  static const char* names[] = {"", "sse41", "avx2", "avx512"};
   for (int level = LEVEL_AVX512; level > LEVEL_SSE41; --level) {
     uint64_t words[FEATURE_WORDS];
     feature_set(level, words);
@@ -123,5 +123,5 @@ const char *halformer_active_isa(void) {
   return names[LEVEL_SSE41];
 }
 
-const char *halformer_last_error(void) { return last_error; }
+const char* halformer_last_error(void) { return last_error; }
 void halformer_clear_error(void) { last_error[0] = 0; }

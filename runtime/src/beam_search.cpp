@@ -15,8 +15,10 @@ struct candidate {
   double score;
   int beam, token;
   bool operator<(const candidate& o) const { // better first
-    if (score != o.score) return score > o.score;
-    if (beam != o.beam) return beam < o.beam;
+    if (score != o.score)
+      return score > o.score;
+    if (beam != o.beam)
+      return beam < o.beam;
     return token < o.token;
   }
 };
@@ -32,46 +34,58 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
 
   std::vector<beam> live(rows), next(rows);
   for (auto* set : {&live, &next})
-    for (auto& b : *set) b.tokens.reserve(o.max_len);
-  for (int s = 0; s < n; ++s) live[s * K].alive = true;
+    for (auto& b : *set)
+      b.tokens.reserve(o.max_len);
+  for (int s = 0; s < n; ++s)
+    live[s * K].alive = true;
   std::vector<std::vector<hypothesis>> finished(n);
-  for (auto& f : finished) f.reserve(K);
+  for (auto& f : finished)
+    f.reserve(K);
   std::vector<char> done(n, 0);
   std::vector<int> parent(rows);
   std::vector<candidate> cands, best;
   cands.reserve(std::size_t(K) * 2 * K);
   best.reserve(2 * K + 1);
   ibuffer step_ids(1, rows);
-  const auto normalized = [&](double score, int len) { return score / std::pow(double(len), double(o.length_penalty)); };
+  const auto normalized = [&](double score, int len) {
+    return score / std::pow(double(len), double(o.length_penalty));
+  };
   const auto finish = [&](int s) {
     auto& f = finished[s];
     std::stable_sort(f.begin(), f.end(), [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
-    if (int(f.size()) > o.nbest) f.resize(o.nbest);
+    if (int(f.size()) > o.nbest)
+      f.resize(o.nbest);
     done[s] = 1;
     on_done(std::size_t(s), std::move(f));
   };
 
   int remaining = n;
   for (int step = 0; step < o.max_len && remaining > 0; ++step) {
-    for (int r = 0; r < rows; ++r) step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
+    for (int r = 0; r < rows; ++r)
+      step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
     e.decode(step_ids, step);
     fbuffer lp = e.log_probs(); // (vocab, 1, rows)
-    for (int r = 0; r < rows; ++r) parent[r] = r;
+    for (int r = 0; r < rows; ++r)
+      parent[r] = r;
     const bool last = step == o.max_len - 1;
     for (int s = 0; s < n; ++s) {
-      if (done[s]) continue;
+      if (done[s])
+        continue;
       cands.clear();
       for (int b = 0; b < K; ++b) {
         const int r = s * K + b;
-        if (!live[r].alive) continue;
+        if (!live[r].alive)
+          continue;
         // The beam's 2K best tokens (ties: lower id), by insertion into a short list.
         best.clear();
         const float* row = &lp(0, 0, r);
         for (int v = 0; v < V; ++v) {
           const candidate cand{live[r].score + double(row[v]), b, v};
-          if (int(best.size()) == 2 * K && !(cand < best.back())) continue;
+          if (int(best.size()) == 2 * K && !(cand < best.back()))
+            continue;
           best.insert(std::upper_bound(best.begin(), best.end(), cand), cand);
-          if (int(best.size()) > 2 * K) best.pop_back();
+          if (int(best.size()) > 2 * K)
+            best.pop_back();
         }
         cands.insert(cands.end(), best.begin(), best.end());
       }
@@ -95,21 +109,25 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
           parent[s * K + extended] = s * K + cand.beam;
           ++extended;
         }
-        if (extended == K) break;
+        if (extended == K)
+          break;
       }
-      for (int b = extended; b < K; ++b) next[s * K + b].alive = false;
+      for (int b = extended; b < K; ++b)
+        next[s * K + b].alive = false;
       if (last)
         for (int b = 0; b < extended && int(finished[s].size()) < K; ++b) {
           const beam& x = next[s * K + b];
           finished[s].push_back({x.tokens, float(normalized(x.score, step + 1))});
         }
-      for (int b = 0; b < K; ++b) std::swap(live[s * K + b], next[s * K + b]);
+      for (int b = 0; b < K; ++b)
+        std::swap(live[s * K + b], next[s * K + b]);
       if (int(finished[s].size()) >= K || extended == 0 || last) {
         finish(s);
         --remaining;
       }
     }
-    if (K > 1 && remaining > 0) e.reorder_caches(parent, step + 1);
+    if (K > 1 && remaining > 0)
+      e.reorder_caches(parent, step + 1);
   }
 }
 

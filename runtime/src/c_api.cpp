@@ -28,7 +28,8 @@ template <class F> int guarded(F&& f) {
   return -1;
 }
 void require(bool ok, const char* what) {
-  if (!ok) throw halformer::error(what);
+  if (!ok)
+    throw halformer::error(what);
 }
 } // namespace
 
@@ -50,12 +51,18 @@ int halformer_model_dims(const halformer_model* m, int* d_model, int* src_vocab,
   return guarded([&] {
     require(m, "halformer_model_dims: model is NULL");
     const auto& c = m->model.config();
-    if (d_model) *d_model = c.d_model;
-    if (src_vocab) *src_vocab = c.src_vocab;
-    if (tgt_vocab) *tgt_vocab = c.tgt_vocab;
-    if (bos_id) *bos_id = c.bos_id;
-    if (eos_id) *eos_id = c.eos_id;
-    if (pad_id) *pad_id = c.pad_id;
+    if (d_model)
+      *d_model = c.d_model;
+    if (src_vocab)
+      *src_vocab = c.src_vocab;
+    if (tgt_vocab)
+      *tgt_vocab = c.tgt_vocab;
+    if (bos_id)
+      *bos_id = c.bos_id;
+    if (eos_id)
+      *eos_id = c.eos_id;
+    if (pad_id)
+      *pad_id = c.pad_id;
   });
 }
 
@@ -77,13 +84,14 @@ int halformer_translate(halformer_model* m, const int32_t* const* src, const int
       const auto& h = results[i].at(0);
       std::copy(h.tokens.begin(), h.tokens.end(), out_tokens + std::size_t(i) * max_len);
       out_lengths[i] = int32_t(h.tokens.size());
-      if (out_scores) out_scores[i] = h.score;
+      if (out_scores)
+        out_scores[i] = h.score;
     }
   });
 }
 
-int halformer_forward(halformer_model* m, const int64_t* src, int batch, int src_len, const int64_t* tgt,
-                      int tgt_len, float* logits, float* memory) {
+int halformer_forward(halformer_model* m, const int64_t* src, int batch, int src_len, const int64_t* tgt, int tgt_len,
+                      float* logits, float* memory) {
   return guarded([&] {
     require(m && src && tgt && logits, "halformer_forward: NULL argument");
     require(batch > 0 && src_len > 0 && tgt_len > 0, "halformer_forward: sizes must be > 0");
@@ -95,13 +103,16 @@ int halformer_forward(halformer_model* m, const int64_t* src, int batch, int src
       return int(v);
     };
     for (int b = 0; b < batch; ++b) {
-      for (int j = 0; j < src_len; ++j) s[b].push_back(id(src[std::size_t(b) * src_len + j], "source"));
-      for (int j = 0; j < tgt_len; ++j) t[b].push_back(id(tgt[std::size_t(b) * tgt_len + j], "target"));
+      for (int j = 0; j < src_len; ++j)
+        s[b].push_back(id(src[std::size_t(b) * src_len + j], "source"));
+      for (int j = 0; j < tgt_len; ++j)
+        t[b].push_back(id(tgt[std::size_t(b) * tgt_len + j], "target"));
     }
     std::vector<float> l, mem;
     m->model.forward(s, t, l, memory ? &mem : nullptr);
     std::copy(l.begin(), l.end(), logits);
-    if (memory) std::copy(mem.begin(), mem.end(), memory);
+    if (memory)
+      std::copy(mem.begin(), mem.end(), memory);
   });
 }
 

@@ -14,22 +14,29 @@ namespace {
 using nlohmann::json;
 
 int get_int(const json& j, const std::string& key, const std::string& where, int min) {
-  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
+  if (!j.contains(key))
+    throw error(where + ": missing required key '" + key + "'");
   const json& v = j[key];
-  if (!v.is_number_integer()) throw error(where + ": key '" + key + "' must be an integer, not " + v.dump());
+  if (!v.is_number_integer())
+    throw error(where + ": key '" + key + "' must be an integer, not " + v.dump());
   const auto x = v.get<std::int64_t>();
   if (x < min || x > (1 << 30))
-    throw error(where + ": key '" + key + "' = " + std::to_string(x) + " is out of range (>= " + std::to_string(min) + ")");
+    throw error(where + ": key '" + key + "' = " + std::to_string(x) + " is out of range (>= " + std::to_string(min) +
+                ")");
   return static_cast<int>(x);
 }
 bool get_bool(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
-  if (!j[key].is_boolean()) throw error(where + ": key '" + key + "' must be true or false, not " + j[key].dump());
+  if (!j.contains(key))
+    throw error(where + ": missing required key '" + key + "'");
+  if (!j[key].is_boolean())
+    throw error(where + ": key '" + key + "' must be true or false, not " + j[key].dump());
   return j[key].get<bool>();
 }
 std::string get_string(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key)) throw error(where + ": missing required key '" + key + "'");
-  if (!j[key].is_string()) throw error(where + ": key '" + key + "' must be a string, not " + j[key].dump());
+  if (!j.contains(key))
+    throw error(where + ": missing required key '" + key + "'");
+  if (!j[key].is_string())
+    throw error(where + ": key '" + key + "' must be a string, not " + j[key].dump());
   return j[key].get<std::string>();
 }
 } // namespace
@@ -42,7 +49,8 @@ model_config model_config::parse(const std::string& text, const std::string& whe
   } catch (const std::exception& e) {
     throw error(where + " is not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw error(where + ": expected a JSON object");
+  if (!j.is_object())
+    throw error(where + ": expected a JSON object");
   model_config c;
   c.d_model = get_int(j, "d_model", where, 1);
   c.nhead = get_int(j, "nhead", where, 1);
@@ -60,7 +68,8 @@ model_config model_config::parse(const std::string& text, const std::string& whe
   c.activation = get_string(j, "activation", where);
   if (c.activation != "relu" && c.activation != "gelu")
     throw error(where + ": activation '" + c.activation + "' is not relu or gelu");
-  if (!j.contains("layer_norm_eps")) throw error(where + ": missing required key 'layer_norm_eps'");
+  if (!j.contains("layer_norm_eps"))
+    throw error(where + ": missing required key 'layer_norm_eps'");
   if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0))
     throw error(where + ": key 'layer_norm_eps' must be a positive number, not " + j["layer_norm_eps"].dump());
   c.layer_norm_eps = j["layer_norm_eps"].get<float>();
@@ -75,18 +84,20 @@ model_config model_config::parse(const std::string& text, const std::string& whe
   }
   if (get_string(j, "positional_encoding", where) != "sinusoidal")
     throw error(where + ": positional_encoding must be \"sinusoidal\"");
-  static const std::set<std::string> known{"d_model", "nhead", "num_encoder_layers", "num_decoder_layers",
-                                           "dim_feedforward", "src_vocab", "tgt_vocab", "norm_first",
-                                           "final_norm", "activation", "layer_norm_eps", "pad_id",
-                                           "bos_id", "eos_id", "scale_embedding", "positional_encoding"};
+  static const std::set<std::string> known{
+      "d_model",   "nhead",      "num_encoder_layers", "num_decoder_layers", "dim_feedforward", "src_vocab",
+      "tgt_vocab", "norm_first", "final_norm",         "activation",         "layer_norm_eps",  "pad_id",
+      "bos_id",    "eos_id",     "scale_embedding",    "positional_encoding"};
   for (const auto& [k, v] : j.items())
-    if (!known.count(k) && warnings) warnings->push_back(where + ": unknown key '" + k + "' ignored");
+    if (!known.count(k) && warnings)
+      warnings->push_back(where + ": unknown key '" + k + "' ignored");
   return c;
 }
 
 model_config model_config::load(const std::string& path, std::vector<std::string>* warnings) {
   std::ifstream in(path);
-  if (!in) throw error("cannot open '" + path + "'");
+  if (!in)
+    throw error("cannot open '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), path, warnings);

@@ -47,7 +47,8 @@ executor::executor(const model_config& c, const model_weights& w) : config_(c), 
                                 : layers::flatten(layers::encoder_layer(dsl::hana::false_c, c.activation));
   const auto dec = c.norm_first ? layers::flatten(layers::decoder_layer(dsl::hana::true_c, c.activation))
                                 : layers::flatten(layers::decoder_layer(dsl::hana::false_c, c.activation));
-  for (int l = 0; l < c.num_encoder_layers; ++l) encoder_.push_back(bind(enc, w.encoder[l], "encoder.", false));
+  for (int l = 0; l < c.num_encoder_layers; ++l)
+    encoder_.push_back(bind(enc, w.encoder[l], "encoder.", false));
   for (int l = 0; l < c.num_decoder_layers; ++l) {
     plan p = bind(dec, w.decoder[l], "decoder" + std::to_string(l) + ".", true);
     // Cross-attention keys/values depend on the source only: run once per source.
@@ -62,7 +63,8 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
   auto [it, fresh] = acts_.try_emplace(key);
   if (fresh) {
     act_dims_[key] = dims;
-    if (cache) caches_.push_back(key);
+    if (cache)
+      caches_.push_back(key);
   }
   return it->second;
 }
@@ -71,19 +73,25 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
                               const std::string& scope, bool decoder) {
   plan p;
   for (const auto& s : steps) {
-    static const std::map<std::string, fn> functions{
-        {"qkv_projection", fn::qkv_projection}, {"kv_projection", fn::kv_projection},
-        {"q_projection", fn::q_projection},     {"attention", fn::attention},
-        {"out_projection", fn::out_projection}, {"ffn_relu", fn::ffn_relu},
-        {"ffn_gelu", fn::ffn_gelu},             {"layernorm", fn::layernorm}};
+    static const std::map<std::string, fn> functions{{"qkv_projection", fn::qkv_projection},
+                                                     {"kv_projection", fn::kv_projection},
+                                                     {"q_projection", fn::q_projection},
+                                                     {"attention", fn::attention},
+                                                     {"out_projection", fn::out_projection},
+                                                     {"ffn_relu", fn::ffn_relu},
+                                                     {"ffn_gelu", fn::ffn_gelu},
+                                                     {"layernorm", fn::layernorm}};
     step st{functions.at(s.function), s.function};
     for (const auto& [formal, value] : s.scalars) {
-      if (formal == "causal") st.causal = value == "causal";
-      if (formal == "offset") st.offset_is_position = value == "position";
+      if (formal == "causal")
+        st.causal = value == "causal";
+      if (formal == "offset")
+        st.offset_is_position = value == "position";
     }
     for (const std::string& formal : signatures().at(s.function)) {
       auto o = std::find_if(s.operands.begin(), s.operands.end(), [&](const auto& x) { return x.formal == formal; });
-      if (o == s.operands.end()) throw error("layer description: " + s.function + " lacks operand " + formal);
+      if (o == s.operands.end())
+        throw error("layer description: " + s.function + " lacks operand " + formal);
       operand op{role::activation};
       if (auto w = weights.find(o->actual); w != weights.end()) {
         op.kind = role::weight;
@@ -97,10 +105,13 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
         op.kind = cache ? (o->is_output ? role::cache_write : role::cache_read) : role::activation;
         // Keys: per phase ("encoder.", "decoder."), and per decoder layer for what
         // persists across steps (caches, cross-attention keys and values).
-        op.act = &activation((keep ? scope : std::string(decoder ? "decoder." : "encoder.")) + o->actual, o->dims, cache);
+        op.act =
+            &activation((keep ? scope : std::string(decoder ? "decoder." : "encoder.")) + o->actual, o->dims, cache);
         for (std::size_t d = 0; d < o->dims.size(); ++d) {
-          if (o->dims[d] == "src" || o->dims[d] == "tgt") op.seq_dim = int(d), op.seq_is_tgt = o->dims[d] == "tgt";
-          if (o->dims[d] == "batch") op.batch_dim = int(d);
+          if (o->dims[d] == "src" || o->dims[d] == "tgt")
+            op.seq_dim = int(d), op.seq_is_tgt = o->dims[d] == "tgt";
+          if (o->dims[d] == "batch")
+            op.batch_dim = int(d);
         }
       }
       st.args.push_back(op);
@@ -112,22 +123,31 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
 
 void executor::reserve(int rows, int src_len, int tgt_len) {
   rows = std::max(rows, 1), src_len = std::max(src_len, 1), tgt_len = std::max(tgt_len, 1);
-  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_) return;
+  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_)
+    return;
   rows_cap_ = std::max(rows, rows_cap_), src_cap_ = std::max(src_len, src_cap_), tgt_cap_ = std::max(tgt_len, tgt_cap_);
   const auto extent = [&](const std::string& d) {
-    if (d == "d_model") return config_.d_model;
-    if (d == "d_k") return config_.d_k();
-    if (d == "heads") return config_.nhead;
-    if (d == "d_ff") return config_.dim_feedforward;
-    if (d == "src") return src_cap_;
-    if (d == "tgt") return tgt_cap_;
-    if (d == "batch") return rows_cap_;
+    if (d == "d_model")
+      return config_.d_model;
+    if (d == "d_k")
+      return config_.d_k();
+    if (d == "heads")
+      return config_.nhead;
+    if (d == "d_ff")
+      return config_.dim_feedforward;
+    if (d == "src")
+      return src_cap_;
+    if (d == "tgt")
+      return tgt_cap_;
+    if (d == "batch")
+      return rows_cap_;
     throw error("no extent for dimension " + d);
   };
   for (auto& [key, buf] : acts_) {
     const auto& dims = act_dims_.at(key);
     std::vector<int> sizes;
-    for (const auto& d : dims) sizes.push_back(extent(d));
+    for (const auto& d : dims)
+      sizes.push_back(extent(d));
     if (std::find(caches_.begin(), caches_.end(), key) != caches_.end())
       sizes = {config_.d_k(), config_.nhead, tgt_cap_, rows_cap_}; // storage (d_k, heads, position, batch)
     buf = fbuffer(sizes);
@@ -144,12 +164,16 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
 
 fbuffer executor::view(const operand& o) const {
   switch (o.kind) {
-  case role::weight: return *o.weight;
-  case role::lengths: return {}; // int32: passed separately (see run())
+  case role::weight:
+    return *o.weight;
+  case role::lengths:
+    return {}; // int32: passed separately (see run())
   case role::activation: {
     fbuffer b = *o.act;
-    if (o.seq_dim >= 0) b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
-    if (o.batch_dim >= 0) b.crop(o.batch_dim, 0, rows_);
+    if (o.seq_dim >= 0)
+      b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
+    if (o.batch_dim >= 0)
+      b.crop(o.batch_dim, 0, rows_);
     return b;
   }
   case role::cache_write:
@@ -158,52 +182,70 @@ fbuffer executor::view(const operand& o) const {
     const int first = o.kind == role::cache_write ? pos_ : 0;
     fbuffer b = o.act->cropped(2, first, pos_ + t_ - first).cropped(3, 0, rows_);
     b.transpose(1, 2);
-    b.set_min({0, 0, 0, 0});
+    b.translate(1, -first); // kernels want min 0 (no std::vector, no allocation)
     return b;
   }
   }
   return {};
 }
 
-void executor::check(int rc, const std::string& kernel) const {
+void executor::check(int rc, const char* kernel) const {
   if (rc != 0)
-    throw error("kernel " + kernel + " failed (code " + std::to_string(rc) + ", rows " + std::to_string(rows_) +
-                ", source " + std::to_string(src_) + ", target " + std::to_string(t_) + "): " + halformer_last_error());
+    throw error(std::string("kernel ") + kernel + " failed (code " + std::to_string(rc) + ", rows " +
+                std::to_string(rows_) + ", source " + std::to_string(src_) + ", target " + std::to_string(t_) +
+                "): " + halformer_last_error());
 }
 
 void executor::run(const plan& p) {
   for (const step& s : p) {
     std::array<fbuffer, 10> a;
     for (std::size_t i = 0; i < s.args.size(); ++i)
-      if (s.args[i].kind != role::lengths) a[i] = view(s.args[i]);
+      if (s.args[i].kind != role::lengths)
+        a[i] = view(s.args[i]);
     int rc = 0;
     switch (s.function) {
-    case fn::qkv_projection: rc = hf_qkv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break;
-    case fn::kv_projection: rc = hf_kv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case fn::q_projection: rc = hf_q_projection(a[0], a[1], a[2], a[3]); break;
+    case fn::qkv_projection:
+      rc = hf_qkv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+      break;
+    case fn::kv_projection:
+      rc = hf_kv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      break;
+    case fn::q_projection:
+      rc = hf_q_projection(a[0], a[1], a[2], a[3]);
+      break;
     case fn::attention: {
       ibuffer lengths = s.args[3].lengths->cropped(0, 0, rows_);
       rc = hf_attention(a[0], a[1], a[2], lengths, s.causal, s.offset_is_position ? pos_ : 0, a[4]);
       break;
     }
-    case fn::out_projection: rc = hf_out_projection(a[0], a[1], a[2], a[3], a[4]); break;
-    case fn::ffn_relu: rc = hf_ffn_relu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case fn::ffn_gelu: rc = hf_ffn_gelu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case fn::layernorm: rc = hf_layernorm(a[0], a[1], a[2], config_.layer_norm_eps, a[3]); break;
+    case fn::out_projection:
+      rc = hf_out_projection(a[0], a[1], a[2], a[3], a[4]);
+      break;
+    case fn::ffn_relu:
+      rc = hf_ffn_relu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      break;
+    case fn::ffn_gelu:
+      rc = hf_ffn_gelu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      break;
+    case fn::layernorm:
+      rc = hf_layernorm(a[0], a[1], a[2], config_.layer_norm_eps, a[3]);
+      break;
     }
-    check(rc, s.name);
+    check(rc, s.name.c_str());
   }
 }
 
 void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   rows_ = ids.dim(1).extent(), src_ = ids.dim(0).extent(), t_ = 0, pos_ = 0;
   reserve(rows_, src_, 1);
-  for (int r = 0; r < rows_; ++r) src_lengths_(r) = lengths(r);
+  for (int r = 0; r < rows_; ++r)
+    src_lengths_(r) = lengths(r);
   fbuffer& x = acts_.at("encoder.x");
   fbuffer xv = x.cropped(1, 0, src_).cropped(2, 0, rows_);
   const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
   check(hf_embedding(in(weights_.src_embed), in(ids), scale, 0, xv), "embedding (source)");
-  for (const plan& p : encoder_) run(p);
+  for (const plan& p : encoder_)
+    run(p);
   fbuffer mv = memory();
   if (config_.final_norm)
     check(hf_layernorm(xv, in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), config_.layer_norm_eps, mv),
@@ -213,13 +255,16 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
 }
 
 void executor::expand(int k) {
-  if (k == 1) return;
-  if (rows_ * k > rows_cap_) throw error("expand: reserve() was not given the beam rows");
+  if (k == 1)
+    return;
+  if (rows_ * k > rows_cap_)
+    throw error("expand: reserve() was not given the beam rows");
   fbuffer& m = acts_.at("decoder.memory");
   const std::size_t row = std::size_t(config_.d_model) * src_;
   for (int r = rows_ - 1; r >= 0; --r)
     for (int j = k - 1; j >= 0; --j) {
-      if (r * k + j != r) std::memcpy(&m(0, 0, r * k + j), &m(0, 0, r), row * sizeof(float));
+      if (r * k + j != r)
+        std::memcpy(&m(0, 0, r * k + j), &m(0, 0, r), row * sizeof(float));
       src_lengths_(r * k + j) = src_lengths_(r);
     }
   rows_ *= k;
@@ -229,14 +274,18 @@ void executor::project_memory() { run(cross_); }
 
 fbuffer executor::decode(const ibuffer& ids, int pos) {
   t_ = ids.dim(0).extent(), pos_ = pos;
-  if (ids.dim(1).extent() != rows_) throw error("decode: token rows differ from the encoded batch");
-  if (pos + t_ > tgt_cap_) throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
-  for (int r = 0; r < rows_; ++r) tgt_lengths_(r) = pos + t_;
+  if (ids.dim(1).extent() != rows_)
+    throw error("decode: token rows differ from the encoded batch");
+  if (pos + t_ > tgt_cap_)
+    throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
+  for (int r = 0; r < rows_; ++r)
+    tgt_lengths_(r) = pos + t_;
   fbuffer& y = acts_.at("decoder.y");
   fbuffer yv = y.cropped(1, 0, t_).cropped(2, 0, rows_);
   const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
   check(hf_embedding(in(weights_.tgt_embed), in(ids), scale, pos, yv), "embedding (target)");
-  for (const plan& p : decoder_) run(p);
+  for (const plan& p : decoder_)
+    run(p);
   fbuffer nv = normed_.cropped(1, 0, t_).cropped(2, 0, rows_);
   if (config_.final_norm)
     check(hf_layernorm(yv, in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), config_.layer_norm_eps, nv),
@@ -263,7 +312,8 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
     // Storage (d_k, heads, position, batch): a row's first `len` positions are contiguous.
     for (int r = 0; r < rows_; ++r)
       std::memcpy(&scratch_(0, 0, 0, r), &c(0, 0, 0, parent[r]), row * sizeof(float));
-    for (int r = 0; r < rows_; ++r) std::memcpy(&c(0, 0, 0, r), &scratch_(0, 0, 0, r), row * sizeof(float));
+    for (int r = 0; r < rows_; ++r)
+      std::memcpy(&c(0, 0, 0, r), &scratch_(0, 0, 0, r), row * sizeof(float));
   }
 }
 

@@ -43,7 +43,16 @@ public:
   int rows() const { return rows_; }
 
 private:
-  enum class fn { qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu, layernorm };
+  enum class fn {
+    qkv_projection,
+    kv_projection,
+    q_projection,
+    attention,
+    out_projection,
+    ffn_relu,
+    ffn_gelu,
+    layernorm
+  };
   enum class role { weight, lengths, activation, cache_write, cache_read };
   struct operand {
     role kind;
@@ -66,7 +75,7 @@ private:
             bool decoder);
   void run(const plan& p);
   fbuffer view(const operand& o) const;
-  void check(int rc, const std::string& kernel) const;
+  void check(int rc, const char* kernel) const; // const char*: no allocation on success
   fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, bool cache);
 
   const model_config& config_;

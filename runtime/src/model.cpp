@@ -3,6 +3,7 @@
 #include "beam_search.hpp"
 #include "executor.hpp"
 #include "hf_all.h"
+#include "kernel_memory.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +20,7 @@ struct Model::impl {
   model_weights weights;
   std::unique_ptr<executor> exec;
   int position = 0; // next decode_step's position
+  ibuffer step_ids; // (1, rows), sized by begin()
 };
 
 Model::Model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -30,10 +32,17 @@ const model_config& Model::config() const { return impl_->config; }
 const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
 
 Model Model::load(const std::string& dir, const load_options& options) {
-  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
-  if (options.threads < 0) throw error("threads must be >= 0 (0: all cores), not " + std::to_string(options.threads));
-  if (options.max_batch < 1) throw error("max_batch must be >= 1");
-  halide_set_num_threads(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  if (halformer_kernels_init() != 0)
+    throw error(halformer_last_error());
+  kernel_memory::install();
+  if (options.threads < 0)
+    throw error("threads must be >= 0 (0: all cores), not " + std::to_string(options.threads));
+  if (options.max_batch < 1)
+    throw error("max_batch must be >= 1");
+  if (options.max_source_length < 1 || options.max_target_length < 1)
+    throw error("maximum lengths must be >= 1");
+  halide_set_num_threads(options.threads > 0 ? options.threads
+                                             : int(std::max(1u, std::thread::hardware_concurrency())));
   auto p = std::make_unique<impl>();
   p->options = options;
   p->config = model_config::load(dir + "/config.json", &p->warnings);
@@ -47,10 +56,12 @@ namespace {
 // Validates token ids and builds the padded (len, rows) id buffer and lengths.
 void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, const char* what, ibuffer& ids,
           ibuffer& lengths) {
-  if (rows.empty()) throw error(std::string(what) + ": empty batch");
+  if (rows.empty())
+    throw error(std::string(what) + ": empty batch");
   std::size_t longest = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].empty()) throw error(std::string(what) + " " + std::to_string(i) + " is empty");
+    if (rows[i].empty())
+      throw error(std::string(what) + " " + std::to_string(i) + " is empty");
     if (int(rows[i].size()) > max_len)
       throw error(std::string(what) + " " + std::to_string(i) + " has " + std::to_string(rows[i].size()) +
                   " tokens, more than the maximum " + std::to_string(max_len));
@@ -64,16 +75,21 @@ void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, co
   lengths = ibuffer(int(rows.size()));
   ids.fill(pad);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j < rows[i].size(); ++j) ids(int(j), int(i)) = rows[i][j];
+    for (std::size_t j = 0; j < rows[i].size(); ++j)
+      ids(int(j), int(i)) = rows[i][j];
     lengths(int(i)) = int(rows[i].size());
   }
 }
 
-// A (possibly cropped, non-dense) buffer's elements, dim 0 fastest.
+// A (possibly cropped, non-dense) buffer's elements, dim 0 fastest, into `out`.
+void dense(const fbuffer& b, std::vector<float>& out) {
+  out.resize(b.number_of_elements());
+  std::size_t i = 0;
+  b.for_each_value([&](float v) { out[i++] = v; });
+}
 std::vector<float> dense(const fbuffer& b) {
   std::vector<float> out;
-  out.reserve(b.number_of_elements());
-  b.for_each_value([&](float v) { out.push_back(v); });
+  dense(b, out);
   return out;
 }
 
@@ -82,7 +98,8 @@ std::vector<sentence> strip_padding(const std::vector<sentence>& rows, int pad, 
   std::vector<sentence> out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     sentence s = rows[i];
-    while (!s.empty() && s.back() == pad) s.pop_back();
+    while (!s.empty() && s.back() == pad)
+      s.pop_back();
     for (std::size_t j = 0; j < s.size(); ++j)
       if (s[j] == pad)
         throw error(std::string(what) + " row " + std::to_string(i) + ": pad_id at position " + std::to_string(j) +
@@ -94,6 +111,7 @@ std::vector<sentence> strip_padding(const std::vector<sentence>& rows, int pad, 
 } // namespace
 
 std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sources) {
+  impl_->step_ids = ibuffer(); // the executor's state now belongs to this call
   ibuffer ids, lengths;
   pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
        lengths);
@@ -110,34 +128,45 @@ void Model::begin(const std::vector<sentence>& sources) {
   ibuffer ids, lengths;
   pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
        lengths);
-  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), impl_->options.max_source_length);
+  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), impl_->options.max_target_length);
   impl_->exec->encode(ids, lengths);
   impl_->exec->project_memory();
   impl_->position = 0;
+  impl_->step_ids = ibuffer(1, int(sources.size()));
 }
 
 std::vector<float> Model::decode_step(const std::vector<int>& tokens) {
+  std::vector<float> logits;
+  decode_step(tokens, logits);
+  return logits;
+}
+
+void Model::decode_step(const std::vector<int>& tokens, std::vector<float>& logits) {
   executor& e = *impl_->exec;
+  if (impl_->step_ids.data() == nullptr)
+    throw error("decode_step: call begin() first (translate, encode and forward end a decoding session)");
   if (int(tokens.size()) != e.rows())
     throw error("decode_step: " + std::to_string(tokens.size()) + " tokens for " + std::to_string(e.rows()) +
                 " sentences");
-  ibuffer ids(1, e.rows());
+  ibuffer& ids = impl_->step_ids;
   for (int r = 0; r < e.rows(); ++r) {
     if (tokens[r] < 0 || tokens[r] >= impl_->config.tgt_vocab)
       throw error("decode_step: token id " + std::to_string(tokens[r]) + " of sentence " + std::to_string(r) +
                   " is outside the target vocabulary");
     ids(0, r) = tokens[r];
   }
-  return dense(e.decode(ids, impl_->position++));
+  dense(e.decode(ids, impl_->position++), logits);
 }
 
 void Model::forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
                     std::vector<float>* memory) {
+  impl_->step_ids = ibuffer();
   const model_config& c = impl_->config;
   if (src.size() != tgt.size())
     throw error("forward: " + std::to_string(src.size()) + " source rows but " + std::to_string(tgt.size()) +
                 " target rows");
-  if (src.empty()) throw error("forward: empty batch");
+  if (src.empty())
+    throw error("forward: empty batch");
   const std::size_t src_len = src[0].size(), tgt_len = tgt[0].size();
   for (std::size_t i = 0; i < src.size(); ++i)
     if (src[i].size() != src_len || tgt[i].size() != tgt_len)
@@ -151,23 +180,30 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
   ibuffer ids(int(src_len), int(src.size()));
   ids.fill(c.pad_id);
   for (int b = 0; b < ids.dim(1).extent(); ++b)
-    for (int j = 0; j < src_lengths(b); ++j) ids(j, b) = src_ids(j, b);
+    for (int j = 0; j < src_lengths(b); ++j)
+      ids(j, b) = src_ids(j, b);
   executor& e = *impl_->exec;
   e.reserve(int(src.size()), int(src_len), int(tgt_len));
   e.encode(ids, src_lengths);
   e.project_memory();
   logits = dense(e.decode(tgt_ids, 0)); // (vocab, t, batch) is [batch][t][vocab]
-  if (memory) *memory = dense(e.memory());
+  if (memory)
+    *memory = dense(e.memory());
 }
 
-std::vector<std::vector<hypothesis>> Model::translate(
-    const std::vector<sentence>& sources, const decode_options& o,
-    const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done) {
-  if (o.beam < 1) throw error("beam must be >= 1, not " + std::to_string(o.beam));
+std::vector<std::vector<hypothesis>>
+Model::translate(const std::vector<sentence>& sources, const decode_options& o,
+                 const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done) {
+  impl_->step_ids = ibuffer();
+  if (o.beam < 1)
+    throw error("beam must be >= 1, not " + std::to_string(o.beam));
   if (o.nbest < 1 || o.nbest > o.beam)
     throw error("nbest must be in [1, beam = " + std::to_string(o.beam) + "], not " + std::to_string(o.nbest));
-  if (o.max_len < 1) throw error("max_len must be >= 1, not " + std::to_string(o.max_len));
-  if (!(o.length_penalty >= 0)) throw error("length_penalty must be >= 0");
+  if (o.max_len < 1 || o.max_len > impl_->options.max_target_length)
+    throw error("max_len must be in [1, " + std::to_string(impl_->options.max_target_length) + "], not " +
+                std::to_string(o.max_len));
+  if (!(o.length_penalty >= 0))
+    throw error("length_penalty must be >= 0");
   std::vector<std::vector<hypothesis>> results(sources.size());
   const std::size_t per_batch = std::max(1, impl_->options.max_batch / o.beam);
   for (std::size_t first = 0; first < sources.size(); first += per_batch) {
@@ -178,19 +214,22 @@ std::vector<std::vector<hypothesis>> Model::translate(
          lengths);
     beam_search(*impl_->exec, impl_->config, ids, lengths, o, [&](std::size_t i, std::vector<hypothesis> h) {
       results[first + i] = std::move(h);
-      if (on_done) on_done(first + i, results[first + i]);
+      if (on_done)
+        on_done(first + i, results[first + i]);
     });
   }
   return results;
 }
 
 std::string Model::kernel_info() {
-  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
+  if (halformer_kernels_init() != 0)
+    throw error(halformer_last_error());
   std::string s = "kernel ISA: ";
   s += halformer_active_isa();
   s += " (compiled: avx512, avx2, sse41; HALFORMER_ISA forces one)\nCPU supports:";
   for (const char* isa : {"avx512", "avx2", "sse41"})
-    if (halformer_cpu_supports(isa)) s += std::string(" ") + isa;
+    if (halformer_cpu_supports(isa))
+      s += std::string(" ") + isa;
   return s;
 }
 

@@ -18,8 +18,8 @@ struct float_array {
   std::vector<float> data;
 };
 
-int_array read_ints(const std::string& path);   // dtype int8/16/32/64; throws halformer::error
-float_array read_f32(const std::string& path);  // dtype <f4
+int_array read_ints(const std::string& path);  // dtype int8/16/32/64; throws halformer::error
+float_array read_f32(const std::string& path); // dtype <f4
 void write_f32(const std::string& path, const std::vector<std::int64_t>& shape, const std::vector<float>& data);
 
 } // namespace halformer::npy

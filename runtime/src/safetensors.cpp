@@ -17,14 +17,16 @@ constexpr std::size_t max_header = 100u << 20; // 100 MiB of JSON is no model he
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
   return t + "]";
 }
 } // namespace
 
 safetensors_file::safetensors_file(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw error("cannot open '" + path + "': " + std::strerror(errno));
+  if (fd < 0)
+    throw error("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
@@ -44,7 +46,8 @@ safetensors_file::safetensors_file(const std::string& path) : path_(path) {
   try {
     parse();
   } catch (...) {
-    if (mapping_) ::munmap(mapping_, size_);
+    if (mapping_)
+      ::munmap(mapping_, size_);
     mapping_ = nullptr;
     throw;
   }
@@ -58,7 +61,8 @@ safetensors_file::safetensors_file(safetensors_file&& o) noexcept
 }
 
 safetensors_file::~safetensors_file() {
-  if (mapping_) ::munmap(mapping_, size_);
+  if (mapping_)
+    ::munmap(mapping_, size_);
 }
 
 safetensors_file safetensors_file::from_memory(const std::uint8_t* data, std::size_t size, std::string name) {
@@ -72,9 +76,11 @@ safetensors_file safetensors_file::from_memory(const std::uint8_t* data, std::si
 
 void safetensors_file::parse() {
   const std::string where = "safetensors file '" + path_ + "'";
-  if (size_ < 8) throw error(where + " is truncated: " + std::to_string(size_) + " bytes, no header length");
+  if (size_ < 8)
+    throw error(where + " is truncated: " + std::to_string(size_) + " bytes, no header length");
   std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | base_[i];
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | base_[i];
   if (n > max_header || n > size_ - 8)
     throw error(where + " is corrupt or truncated: header length " + std::to_string(n) + " exceeds the file (" +
                 std::to_string(size_) + " bytes)");
@@ -86,23 +92,28 @@ void safetensors_file::parse() {
   } catch (const std::exception& e) {
     throw error(where + " has an invalid JSON header: " + e.what());
   }
-  if (!header.is_object()) throw error(where + ": the header is not a JSON object");
+  if (!header.is_object())
+    throw error(where + ": the header is not a JSON object");
   for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__")
+      continue;
     const std::string t = where + ", tensor '" + name + "'";
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
       throw error(t + ": needs dtype, shape and data_offsets");
     tensor_info info;
-    if (!entry["dtype"].is_string()) throw error(t + ": dtype is not a string");
+    if (!entry["dtype"].is_string())
+      throw error(t + ": dtype is not a string");
     info.dtype = entry["dtype"].get<std::string>();
     const auto& shape = entry["shape"];
-    if (!shape.is_array() || shape.size() > 8) throw error(t + ": shape is not an array of at most 8 sizes");
+    if (!shape.is_array() || shape.size() > 8)
+      throw error(t + ": shape is not an array of at most 8 sizes");
     std::uint64_t elements = 1;
     for (const auto& e : shape) {
       if (!e.is_number_unsigned() && !(e.is_number_integer() && e.get<std::int64_t>() >= 0))
         throw error(t + ": shape holds a non-integer or negative size");
       const std::uint64_t d = e.get<std::uint64_t>();
-      if (d != 0 && elements > (std::uint64_t(1) << 62) / d) throw error(t + ": shape overflows");
+      if (d != 0 && elements > (std::uint64_t(1) << 62) / d)
+        throw error(t + ": shape overflows");
       elements *= d;
       info.shape.push_back(static_cast<std::int64_t>(d));
     }
@@ -113,7 +124,10 @@ void safetensors_file::parse() {
     if (b > e || e > data_size)
       throw error(t + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] fall outside the " +
                   std::to_string(data_size) + " data bytes (file truncated or corrupt)");
-    const std::uint64_t width = info.dtype == "F32" || info.dtype == "I32" ? 4 : info.dtype == "F16" || info.dtype == "BF16" ? 2 : info.dtype == "F64" || info.dtype == "I64" ? 8 : 0;
+    const std::uint64_t width = info.dtype == "F32" || info.dtype == "I32"    ? 4
+                                : info.dtype == "F16" || info.dtype == "BF16" ? 2
+                                : info.dtype == "F64" || info.dtype == "I64"  ? 8
+                                                                              : 0;
     if (width != 0 && elements * width != e - b)
       throw error(t + ": " + std::to_string(e - b) + " data bytes for shape " + shape_text(info.shape) + " of " +
                   info.dtype);
@@ -125,9 +139,11 @@ void safetensors_file::parse() {
 
 std::vector<float> safetensors_file::read_f32(const std::string& name, const std::vector<std::int64_t>& shape) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw error("model is missing tensor '" + name + "' (" + path_ + ")");
+  if (it == tensors_.end())
+    throw error("model is missing tensor '" + name + "' (" + path_ + ")");
   const tensor_info& info = it->second;
-  if (info.dtype != "F32") throw error("tensor '" + name + "' has dtype " + info.dtype + "; only F32 is supported");
+  if (info.dtype != "F32")
+    throw error("tensor '" + name + "' has dtype " + info.dtype + "; only F32 is supported");
   if (info.shape != shape)
     throw error("tensor '" + name + "' has shape " + shape_text(info.shape) + ", expected " + shape_text(shape));
   std::vector<float> out((info.end - info.begin) / 4);

@@ -10,14 +10,16 @@ fbuffer linear_weight(const safetensors_file& f, const std::string& name, int ou
   const auto w = f.read_f32(name, {out, in});
   fbuffer b(out, in);
   for (int i = 0; i < in; ++i)
-    for (int o = 0; o < out; ++o) b(o, i) = w[std::size_t(o) * in + i];
+    for (int o = 0; o < out; ++o)
+      b(o, i) = w[std::size_t(o) * in + i];
   return b;
 }
 
 fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
   const auto v = f.read_f32(name, {n});
   fbuffer b(n);
-  for (int i = 0; i < n; ++i) b(i) = v[i];
+  for (int i = 0; i < n; ++i)
+    b(i) = v[i];
   return b;
 }
 
@@ -27,13 +29,15 @@ fbuffer head_weight(const std::vector<float>& in_proj, int block, const model_co
   fbuffer b(dk, c.nhead, d);
   for (int i = 0; i < d; ++i)
     for (int h = 0; h < c.nhead; ++h)
-      for (int j = 0; j < dk; ++j) b(j, h, i) = in_proj[std::size_t(block * d + h * dk + j) * d + i];
+      for (int j = 0; j < dk; ++j)
+        b(j, h, i) = in_proj[std::size_t(block * d + h * dk + j) * d + i];
   return b;
 }
 fbuffer head_bias(const std::vector<float>& in_bias, int block, const model_config& c) {
   fbuffer b(c.d_k(), c.nhead);
   for (int h = 0; h < c.nhead; ++h)
-    for (int j = 0; j < c.d_k(); ++j) b(j, h) = in_bias[std::size_t(block * c.d_model + h * c.d_k() + j)];
+    for (int j = 0; j < c.d_k(); ++j)
+      b(j, h) = in_bias[std::size_t(block * c.d_model + h * c.d_k() + j)];
   return b;
 }
 
@@ -53,7 +57,8 @@ void attention_weights(const safetensors_file& f, const std::string& prefix, con
   fbuffer o(d, c.d_k(), c.nhead);
   for (int h = 0; h < c.nhead; ++h)
     for (int j = 0; j < c.d_k(); ++j)
-      for (int r = 0; r < d; ++r) o(r, j, h) = wo[std::size_t(r) * d + h * c.d_k() + j];
+      for (int r = 0; r < d; ++r)
+        o(r, j, h) = wo[std::size_t(r) * d + h * c.d_k() + j];
   out[as + ".w_o"] = o;
   out[as + ".b_o"] = vector_of(f, prefix + ".out_proj.bias", d);
 }

@@ -23,10 +23,10 @@ using ibuffer = Halide::Runtime::Buffer<int32_t>;
 using layer_tensors = std::map<std::string, fbuffer>;
 
 struct model_weights {
-  fbuffer src_embed, tgt_embed;             // (d_model, vocab)
-  fbuffer encoder_norm_w, encoder_norm_b;   // (d_model), when final_norm
+  fbuffer src_embed, tgt_embed;           // (d_model, vocab)
+  fbuffer encoder_norm_w, encoder_norm_b; // (d_model), when final_norm
   fbuffer decoder_norm_w, decoder_norm_b;
-  fbuffer generator_w, generator_b;         // (tgt_vocab, d_model), (tgt_vocab)
+  fbuffer generator_w, generator_b; // (tgt_vocab, d_model), (tgt_vocab)
   std::vector<layer_tensors> encoder, decoder;
 
   static model_weights load(const safetensors_file& file, const model_config& config);

@@ -31,10 +31,10 @@ static_assert(std::is_same_v<
               decltype(shape(d_k, t, heads, batch))>);
 
 namespace {
-Halide::Buffer<float> random_buffer(std::mt19937 &rng, std::vector<int> shape) {
+Halide::Buffer<float> random_buffer(std::mt19937& rng, std::vector<int> shape) {
   Halide::Buffer<float> b(shape);
   std::normal_distribution<float> n;
-  b.for_each_value([&](float &v) { v = n(rng); });
+  b.for_each_value([&](float& v) { v = n(rng); });
   return b;
 }
 } // namespace
@@ -58,7 +58,7 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
   ctx.bind(s, Halide::Expr(s_in));
   lowered out = ctx.lower(expr);
   REQUIRE(out.dims == std::vector<std::string>{"t", "d_ff", "batch"});
-  for (const char *stage : {"y", "scaled", "act", "yt"})
+  for (const char* stage : {"y", "scaled", "act", "yt"})
     CHECK(ctx.has_stage(stage));
   CHECK_THROWS_WITH(ctx.stage("nope"), Catch::Contains("unknown stage 'nope'") && Catch::Contains("act"));
 
@@ -92,7 +92,7 @@ TEST_CASE("lowering constrains every input carrying a dimension to one extent", 
   std::string message;
   try {
     sum.realize({4, 3});
-  } catch (const Halide::Error &e) {
+  } catch (const Halide::Error& e) {
     message = e.what();
   }
   INFO("error: " << message);

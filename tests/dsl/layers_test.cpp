@@ -11,28 +11,28 @@
 using namespace halformer::dsl;
 
 namespace {
-bool is_weight(const std::string &n) {
-  for (const char *suffix : {".weight", ".bias"})
+bool is_weight(const std::string& n) {
+  for (const char* suffix : {".weight", ".bias"})
     if (n.size() > std::strlen(suffix) && n.compare(n.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
       return true;
-  for (const char *part : {".w_", ".b_"})
+  for (const char* part : {".w_", ".b_"})
     if (n.find(part) != std::string::npos)
       return true;
   return false;
 }
 
 template <class Layer>
-std::vector<std::string> check_flow(const Layer &layer, std::set<std::string> available, const std::string &result) {
+std::vector<std::string> check_flow(const Layer& layer, std::set<std::string> available, const std::string& result) {
   std::vector<std::string> functions;
   bool wrote_result = false;
-  layers::walk(layer, [&](const auto &step) {
+  layers::walk(layer, [&](const auto& step) {
     functions.push_back(step.function);
-    layers::for_each_operand(step, [&](const std::string &formal, const std::string &actual, bool is_output) {
+    layers::for_each_operand(step, [&](const std::string& formal, const std::string& actual, bool is_output) {
       INFO(step.function << ": " << formal << " <- " << actual);
       if (!is_output)
         CHECK((available.count(actual) || is_weight(actual)));
     });
-    layers::for_each_operand(step, [&](const std::string &, const std::string &actual, bool is_output) {
+    layers::for_each_operand(step, [&](const std::string&, const std::string& actual, bool is_output) {
       if (is_output)
         available.insert(actual), wrote_result |= actual == result;
     });
@@ -64,8 +64,8 @@ TEST_CASE("decoder layers: kernel order and data flow", "[layers]") {
 
 TEST_CASE("attention steps carry their masks", "[layers]") {
   std::vector<std::string> causal;
-  layers::walk(layers::decoder_layer(hana::false_c, "relu"), [&](const auto &step) {
-    for (const auto &[formal, value] : step.scalars)
+  layers::walk(layers::decoder_layer(hana::false_c, "relu"), [&](const auto& step) {
+    for (const auto& [formal, value] : step.scalars)
       if (formal == "causal")
         causal.push_back(value);
   });

@@ -21,7 +21,7 @@ std::vector<int> random_lengths(int batch, int tk) {
   return l;
 }
 
-void check_attention(const case_ &c, const std::vector<int> &lengths, float scale = 1.0f) {
+void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f) {
   INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch << " causal "
               << c.causal << " offset " << c.offset);
   auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale),
@@ -37,14 +37,14 @@ void check_attention(const case_ &c, const std::vector<int> &lengths, float scal
 } // namespace
 
 TEST_CASE("attention with key padding matches the reference", "[attention]") {
-  for (const auto &c :
+  for (const auto& c :
        {case_{16, 1, 1, 1, 1, false, 0}, case_{16, 7, 7, 3, 3, false, 0}, case_{32, 64, 64, 8, 2, false, 0},
         case_{64, 7, 333, 2, 3, false, 0}, case_{64, 333, 65, 1, 1, false, 0}, case_{32, 5, 129, 4, 2, false, 0}})
     check_attention(c, random_lengths(c.batch, c.tk));
 }
 
 TEST_CASE("causal attention with query offsets matches the reference", "[attention][causal]") {
-  for (const auto &c :
+  for (const auto& c :
        {case_{16, 7, 7, 2, 3, true, 0}, case_{32, 64, 64, 8, 1, true, 0}, case_{64, 333, 333, 1, 1, true, 0},
         case_{16, 7, 20, 3, 2, true, 13}, case_{64, 3, 130, 2, 2, true, 100}})
     check_attention(c, random_lengths(c.batch, c.tk));
@@ -89,8 +89,8 @@ TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
   Buffer<float> q(d_k, tq, heads, batch), k(d_k, tk, heads, batch);
   auto v = test::random({d_k, tk, heads, batch});
   std::uniform_int_distribution<int> big(-100, 100);
-  q.for_each_value([&](float &x) { x = float(big(test::rng())); });
-  k.for_each_value([&](float &x) { x = float(big(test::rng())); });
+  q.for_each_value([&](float& x) { x = float(big(test::rng())); });
+  k.for_each_value([&](float& x) { x = float(big(test::rng())); });
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);

@@ -12,7 +12,7 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
   struct shape {
     int d_model, vocab, t, batch, offset;
   };
-  for (const auto &s : {shape{1, 1, 1, 1, 0}, shape{7, 11, 7, 2, 0}, shape{64, 100, 64, 3, 5}, shape{333, 50, 7, 1, 1},
+  for (const auto& s : {shape{1, 1, 1, 1, 0}, shape{7, 11, 7, 2, 0}, shape{64, 100, 64, 3, 5}, shape{333, 50, 7, 1, 1},
                         shape{512, 1000, 1, 8, 200}, shape{16, 20, 333, 1, 0}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset "
                     << s.offset);
@@ -27,7 +27,7 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
     const double atol = 1e-5 + 4.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
     double worst = 0;
     std::size_t i = 0;
-    out.for_each_element([&](const int *p) {
+    out.for_each_element([&](const int* p) {
       const double w = want.data[i++], g = out(p);
       worst = std::max(worst, std::abs(g - w) - (atol + test::rtol * std::abs(w)));
     });

@@ -8,7 +8,7 @@ TEST_CASE("ffn (relu and gelu) matches the reference", "[ffn]") {
     int d_model, d_ff, t, batch;
   };
   for (bool gelu : {false, true})
-    for (const auto &s : {shape{7, 13, 1, 1}, shape{64, 256, 7, 2}, shape{48, 333, 64, 3}, shape{512, 2048, 9, 1},
+    for (const auto& s : {shape{7, 13, 1, 1}, shape{64, 256, 7, 2}, shape{48, 333, 64, 3}, shape{512, 2048, 9, 1},
                           shape{96, 200, 1, 8}}) {
       INFO("gelu " << gelu << " d_model " << s.d_model << " d_ff " << s.d_ff << " t " << s.t << " batch " << s.batch);
       auto x = test::random({s.d_model, s.t, s.batch}), residual = test::random({s.d_model, s.t, s.batch});

@@ -10,18 +10,18 @@
 
 namespace test {
 static std::uint32_t seed_value;
-std::mt19937 &rng() {
+std::mt19937& rng() {
   static std::mt19937 r(seed_value);
   return r;
 }
 } // namespace test
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (halformer_kernels_init() != 0) {
     std::fprintf(stderr, "halformer_kernels_init: %s\n", halformer_last_error());
     return 2;
   }
-  const char *want = std::getenv("HALFORMER_ISA");
+  const char* want = std::getenv("HALFORMER_ISA");
   if (want && *want && std::strcmp(want, "auto") != 0) {
     if (!halformer_cpu_supports(want)) {
       std::printf("this CPU lacks %s: test skipped\n", want);
@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  const char *seed = std::getenv("HALFORMER_TEST_SEED");
+  const char* seed = std::getenv("HALFORMER_TEST_SEED");
   test::seed_value = seed ? std::uint32_t(std::strtoul(seed, nullptr, 10)) : std::random_device{}();
   std::printf("kernel tests: ISA %s, seed %u (HALFORMER_TEST_SEED=%u replays)\n", halformer_active_isa(),
               test::seed_value, test::seed_value);

@@ -19,13 +19,13 @@ struct head_weights {
 head_weights random_head_weights(int d_k, int heads, int d_model) {
   return {test::random({d_k, heads, d_model}, 1.0f / std::sqrt(float(d_model))), test::random({d_k, heads}, 0.1f)};
 }
-ref::tensor reference_projection(const ref::tensor &x, const head_weights &hw, int heads) {
+ref::tensor reference_projection(const ref::tensor& x, const head_weights& hw, int heads) {
   return ref::split_heads(ref::linear(x, test::head_weight_to_ref(hw.w), test::head_bias_to_ref(hw.b)), heads);
 }
 } // namespace
 
 TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
-  for (const auto &s : proj_shapes) {
+  for (const auto& s : proj_shapes) {
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto x = test::random({dm, s.t, s.batch});
@@ -41,7 +41,7 @@ TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
 }
 
 TEST_CASE("kv_projection and q_projection match the reference", "[projection]") {
-  for (const auto &s : {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3}}) {
+  for (const auto& s : {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3}}) {
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto x = test::random({dm, s.t, s.batch});
@@ -66,7 +66,7 @@ TEST_CASE("projections write into strided views (a KV cache slot)", "[projection
   Buffer<float> k_cache(d_k, heads, capacity, batch), v_cache(d_k, heads, capacity, batch);
   k_cache.fill(123.0f), v_cache.fill(123.0f);
   // Logical (d_k, t, heads, batch) views of the slot.
-  auto view = [&](Buffer<float> &cache) {
+  auto view = [&](Buffer<float>& cache) {
     Buffer<float> v = cache.cropped(2, pos, t);
     v.transpose(1, 2);            // -> (d_k, t, heads, batch)
     v.translate({0, -pos, 0, 0}); // kernels want min 0
@@ -84,7 +84,7 @@ TEST_CASE("projections write into strided views (a KV cache slot)", "[projection
 }
 
 TEST_CASE("out_projection merges heads, projects and adds bias and residual", "[projection]") {
-  for (const auto &s : proj_shapes) {
+  for (const auto& s : proj_shapes) {
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto a = test::random({s.d_k, s.t, s.heads, s.batch});
@@ -107,7 +107,7 @@ TEST_CASE("logits match the reference for awkward vocabularies", "[projection]")
   struct shape {
     int d_model, vocab, t, batch;
   };
-  for (const auto &s :
+  for (const auto& s :
        {shape{7, 1, 1, 1}, shape{64, 7, 7, 2}, shape{333, 1000, 3, 1}, shape{64, 333, 64, 3}, shape{48, 500, 1, 8}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch);
     auto x = test::random({s.d_model, s.t, s.batch});

@@ -11,7 +11,7 @@ const row_shape row_shapes[] = {{1, 1, 1}, {7, 7, 2}, {64, 64, 3}, {333, 7, 1}, 
 } // namespace
 
 TEST_CASE("layernorm matches the reference", "[layernorm]") {
-  for (const auto &s : row_shapes) {
+  for (const auto& s : row_shapes) {
     INFO("d_model " << s.n << " t " << s.t << " batch " << s.batch);
     // A large common offset: a one-pass variance would cancel catastrophically
     // (errors ~1e-3). Even exact sums leave x - mean with the rounding of mean
@@ -19,7 +19,7 @@ TEST_CASE("layernorm matches the reference", "[layernorm]") {
     // tolerance adds offset * 2^-23 to the usual 1e-5.
     const float offset = 100.0f;
     auto x = test::random({s.n, s.t, s.batch});
-    x.for_each_value([&](float &v) { v += offset; });
+    x.for_each_value([&](float& v) { v += offset; });
     auto gamma = test::random({s.n}), beta = test::random({s.n});
     const float eps = 1e-5f;
     Buffer<float> out(s.n, s.t, s.batch);
@@ -30,7 +30,7 @@ TEST_CASE("layernorm matches the reference", "[layernorm]") {
 }
 
 TEST_CASE("add_layernorm normalises x + residual", "[layernorm]") {
-  for (const auto &s : row_shapes) {
+  for (const auto& s : row_shapes) {
     INFO("d_model " << s.n << " t " << s.t << " batch " << s.batch);
     auto x = test::random({s.n, s.t, s.batch}), r = test::random({s.n, s.t, s.batch});
     auto gamma = test::random({s.n}), beta = test::random({s.n});
@@ -54,7 +54,7 @@ TEST_CASE("layernorm eps is honoured on constant rows", "[layernorm]") {
 TEST_CASE("masked softmax and log-softmax match the reference", "[softmax]") {
   for (bool log : {false, true})
     for (bool causal : {false, true})
-      for (const auto &s : row_shapes) {
+      for (const auto& s : row_shapes) {
         const int offset = causal ? int(test::rng()() % 5) - 2 : 0;
         INFO("n " << s.n << " t " << s.t << " batch " << s.batch << " log " << log << " causal " << causal << " offset "
                   << offset);

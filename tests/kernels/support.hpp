@@ -28,28 +28,28 @@ namespace test {
 using Halide::Runtime::Buffer;
 inline constexpr double rtol = 1e-5;
 
-std::mt19937 &rng();
+std::mt19937& rng();
 
 inline Buffer<float> random(std::vector<int> shape, float scale = 1.0f) {
   Buffer<float> b(shape);
   std::normal_distribution<float> n(0.0f, scale);
-  b.for_each_value([&](float &v) { v = n(rng()); });
+  b.for_each_value([&](float& v) { v = n(rng()); });
   return b;
 }
 
-inline ref::tensor to_ref(const Buffer<const float> &b) {
+inline ref::tensor to_ref(const Buffer<const float>& b) {
   std::vector<int> dims;
   for (int i = 0; i < b.dimensions(); ++i)
     dims.push_back(b.dim(i).extent());
   ref::tensor t(dims);
   std::size_t i = 0;
   // Buffer::for_each_element visits dim 0 fastest, matching ref::tensor's order.
-  b.for_each_element([&](const int *pos) { t.data[i++] = b(pos); });
+  b.for_each_element([&](const int* pos) { t.data[i++] = b(pos); });
   return t;
 }
 
 // Kernel weights (d_k, heads, d_model) as the reference's (out = h * d_k + j, in).
-inline ref::tensor head_weight_to_ref(const Buffer<const float> &w) {
+inline ref::tensor head_weight_to_ref(const Buffer<const float>& w) {
   const int dk = w.dim(0).extent(), H = w.dim(1).extent(), dm = w.dim(2).extent();
   ref::tensor t({dk * H, dm});
   for (int i = 0; i < dm; ++i)
@@ -58,7 +58,7 @@ inline ref::tensor head_weight_to_ref(const Buffer<const float> &w) {
         t(h * dk + j, i) = w(j, h, i);
   return t;
 }
-inline ref::tensor head_bias_to_ref(const Buffer<const float> &b) {
+inline ref::tensor head_bias_to_ref(const Buffer<const float>& b) {
   const int dk = b.dim(0).extent(), H = b.dim(1).extent();
   ref::tensor t({dk * H});
   for (int h = 0; h < H; ++h)
@@ -73,14 +73,14 @@ struct comparison {
   bool finite = true;
 };
 
-inline comparison compare(const Buffer<const float> &got, const ref::tensor &want) {
+inline comparison compare(const Buffer<const float>& got, const ref::tensor& want) {
   comparison c;
   double ss = 0;
   for (double v : want.data)
     ss += v * v;
   const double rms = want.data.empty() ? 0 : std::sqrt(ss / double(want.data.size()));
   std::size_t i = 0;
-  got.for_each_element([&](const int *pos) {
+  got.for_each_element([&](const int* pos) {
     const double g = got(pos), w = want.data[i++];
     if (!std::isfinite(g))
       c.finite = false;

@@ -20,7 +20,7 @@ static int failures = 0;
   } while (0)
 
 /* A dense halide_buffer_t over `data` with extents e[0..dims) (dim 0 innermost). */
-static halide_buffer_t make_buffer(void *data, halide_dimension_t *dim, const int *e, int dims, int is_int) {
+static halide_buffer_t make_buffer(void* data, halide_dimension_t* dim, const int* e, int dims, int is_int) {
   halide_buffer_t b;
   memset(&b, 0, sizeof b);
   int stride = 1;
@@ -28,7 +28,7 @@ static halide_buffer_t make_buffer(void *data, halide_dimension_t *dim, const in
     dim[i].min = 0, dim[i].extent = e[i], dim[i].stride = stride, dim[i].flags = 0;
     stride *= e[i];
   }
-  b.host = (uint8_t *)data;
+  b.host = (uint8_t*)data;
   b.type.code = is_int ? halide_type_int : halide_type_float;
   b.type.bits = 32;
   b.type.lanes = 1;

@@ -33,12 +33,12 @@ struct tensor {
     }
     return i;
   }
-  template <class... I> double &operator()(I... at) { return data[index({int(at)...})]; }
+  template <class... I> double& operator()(I... at) { return data[index({int(at)...})]; }
   template <class... I> double operator()(I... at) const { return data[index({int(at)...})]; }
 };
 
 // y(o, t, b) = sum_i x(i, t, b) w(o, i) + bias(o)     (w in (out, in) order)
-inline tensor linear(const tensor &x, const tensor &w, const tensor &bias) {
+inline tensor linear(const tensor& x, const tensor& w, const tensor& bias) {
   const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[0];
   tensor y({out, T, B});
   for (int b = 0; b < B; ++b)
@@ -53,7 +53,7 @@ inline tensor linear(const tensor &x, const tensor &w, const tensor &bias) {
 }
 
 // (d_model, t, b) -> (d_k, t, heads, b), feature = head * d_k + j
-inline tensor split_heads(const tensor &x, int heads) {
+inline tensor split_heads(const tensor& x, int heads) {
   const int dm = x.dims[0], T = x.dims[1], B = x.dims[2], dk = dm / heads;
   tensor y({dk, T, heads, B});
   for (int b = 0; b < B; ++b)
@@ -63,7 +63,7 @@ inline tensor split_heads(const tensor &x, int heads) {
           y(j, t, h, b) = x(h * dk + j, t, b);
   return y;
 }
-inline tensor merge_heads(const tensor &x) {
+inline tensor merge_heads(const tensor& x) {
   const int dk = x.dims[0], T = x.dims[1], H = x.dims[2], B = x.dims[3];
   tensor y({dk * H, T, B});
   for (int b = 0; b < B; ++b)
@@ -79,7 +79,7 @@ inline bool attends(int key, int query, int length, bool causal, int offset) {
 }
 
 // softmax(q.k / sqrt(d_k), masked) . v; a row with no valid key is zeros.
-inline tensor attention(const tensor &q, const tensor &k, const tensor &v, const std::vector<int> &lengths, bool causal,
+inline tensor attention(const tensor& q, const tensor& k, const tensor& v, const std::vector<int>& lengths, bool causal,
                         int offset) {
   const int dk = q.dims[0], T = q.dims[1], H = q.dims[2], B = q.dims[3], Tk = k.dims[1];
   tensor out({dk, T, H, B});
@@ -114,7 +114,7 @@ inline tensor attention(const tensor &q, const tensor &k, const tensor &v, const
 
 // Softmax over dim 0 of (n, t, b) with the attention masks; masked entries are 0
 // (softmax) or the lowest float (log-softmax), a fully masked row likewise.
-inline tensor softmax(const tensor &x, const std::vector<int> &lengths, bool causal, int offset, bool log) {
+inline tensor softmax(const tensor& x, const std::vector<int>& lengths, bool causal, int offset, bool log) {
   const int N = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({N, T, B});
   const double lowest = std::numeric_limits<float>::lowest();
@@ -135,7 +135,7 @@ inline tensor softmax(const tensor &x, const std::vector<int> &lengths, bool cau
   return y;
 }
 
-inline tensor layernorm(const tensor &x, const tensor &gamma, const tensor &beta, double eps) {
+inline tensor layernorm(const tensor& x, const tensor& gamma, const tensor& beta, double eps) {
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)
@@ -153,7 +153,7 @@ inline tensor layernorm(const tensor &x, const tensor &gamma, const tensor &beta
   return y;
 }
 
-inline tensor add(const tensor &a, const tensor &b) {
+inline tensor add(const tensor& a, const tensor& b) {
   tensor y = a;
   for (std::size_t i = 0; i < y.data.size(); ++i)
     y.data[i] += b.data[i];
@@ -164,10 +164,10 @@ inline double relu(double x) { return x > 0 ? x : 0; }
 inline double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 
 // residual + W2 act(W1 x + b1) + b2
-inline tensor ffn(const tensor &x, const tensor &residual, const tensor &w1, const tensor &b1, const tensor &w2,
-                  const tensor &b2, bool use_gelu) {
+inline tensor ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& b1, const tensor& w2,
+                  const tensor& b2, bool use_gelu) {
   tensor h = linear(x, w1, b1);
-  for (double &v : h.data)
+  for (double& v : h.data)
     v = use_gelu ? gelu(v) : relu(v);
   return add(residual, linear(h, w2, b2));
 }
@@ -178,7 +178,7 @@ inline double positional(int pos, int d, int d_model) {
   return d % 2 == 0 ? std::sin(angle) : std::cos(angle);
 }
 
-inline tensor embedding(const tensor &table, const std::vector<std::vector<int>> &ids, double scale, int offset) {
+inline tensor embedding(const tensor& table, const std::vector<std::vector<int>>& ids, double scale, int offset) {
   const int D = table.dims[0], T = int(ids[0].size()), B = int(ids.size());
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)

@@ -12,8 +12,8 @@
 #include <filesystem>
 
 namespace fs = std::filesystem;
-using halformer::Model;
 using Catch::Contains;
+using halformer::Model;
 
 namespace {
 const std::string good = fixtures::dir("post_ln_relu");
@@ -40,12 +40,14 @@ struct model_copy {
 // Rewrites the safetensors header through `edit` (data section kept).
 std::string edit_header(const std::string& file, const std::function<void(nlohmann::json&)>& edit) {
   std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(file[i]);
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(file[i]);
   auto header = nlohmann::json::parse(file.substr(8, n));
   edit(header);
   std::string text = header.dump();
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = char((text.size() >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[i] = char((text.size() >> (8 * i)) & 0xff);
   return out + text + file.substr(8 + n);
 }
 } // namespace
@@ -80,8 +82,8 @@ TEST_CASE("missing and mis-shaped tensors are named", "[bad_input]") {
 TEST_CASE("truncated and corrupt safetensors files are errors, never crashes", "[bad_input]") {
   const std::string file = read_file(good + "/model.safetensors");
   model_copy m("truncated");
-  for (std::size_t keep : {std::size_t(0), std::size_t(5), std::size_t(8), std::size_t(100), file.size() / 2,
-                           file.size() - 1}) {
+  for (std::size_t keep :
+       {std::size_t(0), std::size_t(5), std::size_t(8), std::size_t(100), file.size() / 2, file.size() - 1}) {
     INFO("kept " << keep << " of " << file.size() << " bytes");
     write_file(m.path + "/model.safetensors", file.substr(0, keep));
     CHECK_THROWS_AS(Model::load(m.path), halformer::error);
@@ -94,9 +96,7 @@ TEST_CASE("truncated and corrupt safetensors files are errors, never crashes", "
                h["generator.bias"]["data_offsets"] = {0, 1ull << 40};
              }));
   CHECK_THROWS_WITH(Model::load(m.path), Contains("'generator.bias': data_offsets"));
-  write_file(m.path + "/model.safetensors", edit_header(file, [](auto& h) {
-               h["generator.bias"]["shape"] = {-3};
-             }));
+  write_file(m.path + "/model.safetensors", edit_header(file, [](auto& h) { h["generator.bias"]["shape"] = {-3}; }));
   CHECK_THROWS_WITH(Model::load(m.path), Contains("negative"));
   fs::remove(m.path + "/model.safetensors");
   CHECK_THROWS_WITH(Model::load(m.path), Contains("cannot open"));
@@ -146,6 +146,8 @@ TEST_CASE("bad token input names the sentence, position and id", "[bad_input][to
   halformer::decode_options o;
   o.beam = 2, o.nbest = 3;
   CHECK_THROWS_WITH(m.translate({{3}}, o), Contains("nbest must be in [1, beam = 2]"));
+  o.nbest = 1, o.max_len = 5000;
+  CHECK_THROWS_WITH(m.translate({{3}}, o), Contains("max_len must be in [1, 1024], not 5000"));
   std::vector<float> logits;
   CHECK_THROWS_WITH(m.forward({{3, 4}}, {{1, 29}}, logits), Contains("target 0, position 1: token id 29"));
   CHECK_THROWS_WITH(m.forward({{3, 0, 4}}, {{1}}, logits), Contains("pad_id at position 1 before real tokens"));

@@ -9,22 +9,22 @@
 #include <string.h>
 
 static int failures = 0;
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAILED line %d: %s: ", __LINE__, #cond);                                             \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      ++failures;                                                                                  \
-    }                                                                                              \
+#define EXPECT(cond, ...)                                                                                              \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      printf("FAILED line %d: %s: ", __LINE__, #cond);                                                                 \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+      ++failures;                                                                                                      \
+    }                                                                                                                  \
   } while (0)
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 2) {
     printf("usage: c_runtime_test MODEL_DIR\n");
     return 2;
   }
-  halformer_model *m = NULL;
+  halformer_model* m = NULL;
   EXPECT(halformer_model_load("/nonexistent", 1, &m) != 0, "loading a missing model succeeded");
   EXPECT(strstr(halformer_last_error_message(), "/nonexistent") != NULL, "message: %s", halformer_last_error_message());
   if (halformer_model_load(argv[1], 0, &m) != 0) {
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
          tgt_vocab, eos);
 
   int32_t a[] = {5, 6, 7, 8}, b[] = {9};
-  const int32_t *src[] = {a, b};
+  const int32_t* src[] = {a, b};
   const int32_t lens[] = {4, 1};
   enum { MAX_LEN = 8 };
   int32_t out[2 * MAX_LEN], out_lens[2];
@@ -47,7 +47,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; ++i) {
     EXPECT(out_lens[i] >= 1 && out_lens[i] <= MAX_LEN, "length %d", out_lens[i]);
     EXPECT(scores[i] <= 0, "a log-probability score %f", scores[i]);
-    for (int j = 0; j < out_lens[i]; ++j) EXPECT(out[i * MAX_LEN + j] >= 0 && out[i * MAX_LEN + j] < tgt_vocab, "id");
+    for (int j = 0; j < out_lens[i]; ++j)
+      EXPECT(out[i * MAX_LEN + j] >= 0 && out[i * MAX_LEN + j] < tgt_vocab, "id");
     EXPECT(out[i * MAX_LEN + out_lens[i] - 1] == eos || out_lens[i] == MAX_LEN, "ends without EOS before max_len");
   }
   /* Greedy alone equals greedy in the batch. */
@@ -58,17 +59,19 @@ int main(int argc, char **argv) {
   float beam_scores[2];
   EXPECT(halformer_translate(m, src, lens, 2, 3, MAX_LEN, 1.0f, out, out_lens, beam_scores) == 0, "beam: %s",
          halformer_last_error_message());
-  for (int i = 0; i < 2; ++i) EXPECT(beam_scores[i] >= scores[i] - 1e-5f, "beam %f < greedy %f", beam_scores[i], scores[i]);
+  for (int i = 0; i < 2; ++i)
+    EXPECT(beam_scores[i] >= scores[i] - 1e-5f, "beam %f < greedy %f", beam_scores[i], scores[i]);
 
   /* Forward: logits are finite and rows are distributions after softmax (sanity). */
   int64_t fsrc[] = {5, 6, 7}, ftgt[] = {1, 4};
   float logits[2 * 29], memory[3 * 24];
   EXPECT(halformer_forward(m, fsrc, 1, 3, ftgt, 2, logits, memory) == 0, "forward: %s", halformer_last_error_message());
-  for (int i = 0; i < 2 * 29; ++i) EXPECT(logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f, "logit");
+  for (int i = 0; i < 2 * 29; ++i)
+    EXPECT(logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f, "logit");
 
   /* Errors: an out-of-range id, with its message. */
   int32_t bad[] = {5, 99};
-  const int32_t *bad_src[] = {bad};
+  const int32_t* bad_src[] = {bad};
   const int32_t bad_len[] = {2};
   EXPECT(halformer_translate(m, bad_src, bad_len, 1, 1, MAX_LEN, 1.0f, out, out_lens, NULL) != 0, "accepted id 99");
   EXPECT(strstr(halformer_last_error_message(), "token id 99") != NULL, "message: %s", halformer_last_error_message());

@@ -18,8 +18,9 @@ for c in run forward info; do "$bin" $c --help | grep -q -- "--" || fail "$c --h
 expect_error "bogus" "$bin" run --model "$model" --bogus
 expect_error "input line 2 is empty" "$bin" run --model "$model" --input <(printf '3 4\n\n5\n')
 expect_error "input line 1: 'x7' is not a token id" "$bin" run --model "$model" --input <(printf 'x7\n')
-expect_error "token id 99 is outside" "$bin" run --model "$model" --input <(printf '3 99\n')
+expect_error "input line 2: token id 99 is outside the source vocabulary" "$bin" run --model "$model" --input <(printf '3\n3 99\n')
 expect_error "cannot open" "$bin" run --model /nonexistent --input <(printf '3\n')
+expect_error "input line 1 has 4 tokens, more than the maximum 3" "$bin" run --model "$model" --max-source-len 3 --input <(printf '3 4 5 6\n')
 expect_error "--nbest 3 exceeds --beam 2" "$bin" run --model "$model" --beam 2 --nbest 3 --input <(printf '3\n')
 
 # Greedy tokens of the fixture's sentences equal the reference decoder's.

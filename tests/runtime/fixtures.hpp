@@ -26,7 +26,8 @@ inline nlohmann::json expected(const std::string& name) {
 inline std::vector<halformer::sentence> rows(const halformer::npy::int_array& a) {
   std::vector<halformer::sentence> r(std::size_t(a.shape[0]));
   for (std::size_t b = 0; b < r.size(); ++b)
-    for (std::int64_t j = 0; j < a.shape[1]; ++j) r[b].push_back(int(a.data[b * a.shape[1] + j]));
+    for (std::int64_t j = 0; j < a.shape[1]; ++j)
+      r[b].push_back(int(a.data[b * a.shape[1] + j]));
   return r;
 }
 
@@ -34,7 +35,8 @@ inline std::vector<halformer::sentence> rows(const halformer::npy::int_array& a)
 inline std::vector<halformer::sentence> sources(const std::string& name) {
   auto padded = rows(halformer::npy::read_ints(dir(name) + "/src.npy"));
   auto lengths = expected(name)["src_lengths"].get<std::vector<int>>();
-  for (std::size_t b = 0; b < padded.size(); ++b) padded[b].resize(std::size_t(lengths[b]));
+  for (std::size_t b = 0; b < padded.size(); ++b)
+    padded[b].resize(std::size_t(lengths[b]));
   return padded;
 }
 

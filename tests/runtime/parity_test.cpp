@@ -20,11 +20,13 @@ namespace {
 double worst_relative(const std::vector<float>& got, const std::vector<float>& want, std::size_t stride_rows = 0,
                       const std::vector<bool>* keep = nullptr) {
   double ss = 0;
-  for (float w : want) ss += double(w) * w;
+  for (float w : want)
+    ss += double(w) * w;
   const double rms = std::sqrt(ss / double(want.size()));
   double worst = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
-    if (keep && !(*keep)[i / stride_rows]) continue;
+    if (keep && !(*keep)[i / stride_rows])
+      continue;
     worst = std::max(worst, std::abs(double(got[i]) - want[i]) / (std::abs(double(want[i])) + rms));
   }
   return worst;
@@ -48,7 +50,8 @@ TEST_CASE("forward matches PyTorch logits and encoder output", "[parity]") {
     const std::size_t S = src[0].size(), D = std::size_t(m.config().d_model);
     std::vector<bool> real(src.size() * S);
     for (std::size_t b = 0; b < src.size(); ++b)
-      for (std::size_t j = 0; j < S; ++j) real[b * S + j] = int(j) < lengths[b];
+      for (std::size_t j = 0; j < S; ++j)
+        real[b * S + j] = int(j) < lengths[b];
     REQUIRE(memory.size() == want_memory.data.size());
     CHECK(worst_relative(memory, want_memory.data, D, &real) <= 1e-4);
   }
@@ -122,7 +125,8 @@ TEST_CASE("incremental decode_step equals the teacher-forced forward pass", "[pa
     const std::size_t V = std::size_t(m.config().tgt_vocab), T = tgt[0].size();
     for (std::size_t t = 0; t < T; ++t) {
       std::vector<int> tokens;
-      for (const auto& row : tgt) tokens.push_back(row[t]);
+      for (const auto& row : tgt)
+        tokens.push_back(row[t]);
       const auto step = m.decode_step(tokens);
       std::vector<float> want;
       for (std::size_t b = 0; b < tgt.size(); ++b)

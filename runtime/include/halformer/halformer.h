@@ -13,28 +13,28 @@ extern "C" {
 typedef struct halformer_model halformer_model; /* opaque */
 
 /* threads: 0 for all cores. *out receives the model; free with halformer_model_free. */
-int halformer_model_load(const char *dir, int threads, halformer_model **out);
-void halformer_model_free(halformer_model *model);
+int halformer_model_load(const char* dir, int threads, halformer_model** out);
+void halformer_model_free(halformer_model* model);
 
 /* Model facts: d_model, vocabularies, special ids. */
-int halformer_model_dims(const halformer_model *model, int *d_model, int *src_vocab, int *tgt_vocab, int *bos_id,
-                         int *eos_id, int *pad_id);
+int halformer_model_dims(const halformer_model* model, int* d_model, int* src_vocab, int* tgt_vocab, int* bos_id,
+                         int* eos_id, int* pad_id);
 
 /* Translates n sentences (sentence i: src[i][0 .. src_lengths[i])) with beam search
  * (beam 1: greedy). Writes the best hypothesis of sentence i to
  * out_tokens[i * max_len ...] (without BOS, with EOS if produced), its length to
  * out_lengths[i] and its score to out_scores[i] (may be NULL). */
-int halformer_translate(halformer_model *model, const int32_t *const *src, const int32_t *src_lengths, int n,
-                        int beam, int max_len, float length_penalty, int32_t *out_tokens, int32_t *out_lengths,
-                        float *out_scores);
+int halformer_translate(halformer_model* model, const int32_t* const* src, const int32_t* src_lengths, int n, int beam,
+                        int max_len, float length_penalty, int32_t* out_tokens, int32_t* out_lengths,
+                        float* out_scores);
 
 /* Teacher-forced forward pass: src [batch][src_len] and tgt [batch][tgt_len], padded
  * with pad_id at the end; logits [batch][tgt_len][tgt_vocab]; memory (may be NULL)
  * [batch][src_len][d_model]. */
-int halformer_forward(halformer_model *model, const int64_t *src, int batch, int src_len, const int64_t *tgt,
-                      int tgt_len, float *logits, float *memory);
+int halformer_forward(halformer_model* model, const int64_t* src, int batch, int src_len, const int64_t* tgt,
+                      int tgt_len, float* logits, float* memory);
 
-const char *halformer_last_error_message(void);
+const char* halformer_last_error_message(void);
 
 #ifdef __cplusplus
 }

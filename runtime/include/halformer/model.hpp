@@ -16,9 +16,9 @@ namespace halformer {
 using sentence = std::vector<int>;
 
 struct decode_options {
-  int beam = 1;               // 1: greedy
-  int max_len = 128;          // new tokens per sentence, EOS included
-  int nbest = 1;              // hypotheses returned per sentence (<= beam)
+  int beam = 1;                // 1: greedy
+  int max_len = 128;           // new tokens per sentence, EOS included
+  int nbest = 1;               // hypotheses returned per sentence (<= beam)
   float length_penalty = 1.0f; // beam scores are log P / length^length_penalty
 };
 
@@ -30,6 +30,7 @@ struct hypothesis {
 struct load_options {
   int threads = 0;              // 0: all cores
   int max_source_length = 1024; // longer sources are an error
+  int max_target_length = 1024; // decode_options::max_len above this is an error
   int max_batch = 64;           // sentences per batch (x beam for decoding)
 };
 
@@ -46,9 +47,9 @@ public:
 
   // Translates every sentence; results[i] holds up to nbest hypotheses, best first.
   // `on_done(i, hyps)`, if given, is called as soon as sentence i has finished.
-  std::vector<std::vector<hypothesis>> translate(
-      const std::vector<sentence>& sources, const decode_options& options = {},
-      const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done = {});
+  std::vector<std::vector<hypothesis>>
+  translate(const std::vector<sentence>& sources, const decode_options& options = {},
+            const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done = {});
 
   // Encoder output for a batch: memory[b] is (src_len x d_model) row-major,
   // computed on the padded batch (positions past a sentence's length unspecified).
@@ -56,9 +57,12 @@ public:
 
   // Incremental decoding, one step at a time: begin() encodes the sources and
   // resets the caches; each decode_step() consumes one token per sentence and
-  // returns the next-token logits, (batch x tgt_vocab) row-major.
+  // returns the next-token logits, (batch x tgt_vocab) row-major. translate(),
+  // encode() and forward() end the session (decode_step then asks for begin()).
   void begin(const std::vector<sentence>& sources);
   std::vector<float> decode_step(const std::vector<int>& tokens);
+  // The same into `logits` (resized; allocates nothing once it has the capacity).
+  void decode_step(const std::vector<int>& tokens, std::vector<float>& logits);
 
   // Teacher-forced forward pass: src [batch][src_len], tgt [batch][tgt_len], both
   // padded with pad_id at the end. Writes logits [batch][tgt_len][tgt_vocab] and,

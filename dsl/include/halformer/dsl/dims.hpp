@@ -68,7 +68,7 @@ template <class A, class B> constexpr bool same_shape_v = std::is_same_v<A, B>;
 // Same dimensions, any order.
 template <class A, class B>
 constexpr bool is_permutation_v =
-    rank_v<A> == rank_v<B> &&decltype(hana::all_of(A{}, [](auto d) { return hana::contains(B{}, d); }))::value;
+    rank_v<A> == rank_v<B>&& decltype(hana::all_of(A{}, [](auto d) { return hana::contains(B{}, d); }))::value;
 
 // Dimensions of A that are also in B, in A's order.
 template <class A, class B> constexpr auto common(A a, B) {

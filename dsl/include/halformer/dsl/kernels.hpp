@@ -31,11 +31,11 @@ struct embedding {
 struct head_projection {
   static constexpr std::string_view name = "head_projection";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string &n) { return input(n, shape(d_k, heads, d_model)); }
-  static auto bias(const std::string &n) { return input(n, shape(d_k, heads)); }
+  static auto weight(const std::string& n) { return input(n, shape(d_k, heads, d_model)); }
+  static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
   // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>".
-  auto algorithm(const std::string &which) const {
+  auto algorithm(const std::string& which) const {
     return linear(which + "_proj", x, weight("w_" + which), bias("b_" + which), shape(d_k, t, heads, batch));
   }
 };

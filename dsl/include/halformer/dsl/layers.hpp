@@ -35,7 +35,7 @@ template <class Formal, class Actual> struct operand {
   std::string formal;
   std::string actual;
 };
-template <class Formal, class S> auto operator>>(const Formal &f, const tensor_ref<S> &a) {
+template <class Formal, class S> auto operator>>(const Formal& f, const tensor_ref<S>& a) {
   return operand<Formal, tensor_ref<S>>{f.op.name, a.name};
 }
 // (formal dim, actual dim) pairs of one operand.
@@ -63,14 +63,14 @@ template <class... Ops> struct step {
   hana::tuple<Ops...> operands;
 };
 template <class Kernel, class... Ops>
-auto run(const Kernel &, std::string function, std::vector<std::pair<std::string, std::string>> scalars, Ops... ops) {
+auto run(const Kernel&, std::string function, std::vector<std::pair<std::string, std::string>> scalars, Ops... ops) {
   return step<Ops...>{Kernel::name, std::move(function), std::move(scalars), hana::make_tuple(std::move(ops)...)};
 }
 
 // Output leaves of the kernels (formal), named as in the generators.
 namespace out {
-inline auto head_layout(const std::string &n) { return make(op::output{n}, shape(d_k, t, heads, batch)); }
-inline auto model_layout(const std::string &n) { return make(op::output{n}, shape(d_model, t, batch)); }
+inline auto head_layout(const std::string& n) { return make(op::output{n}, shape(d_k, t, heads, batch)); }
+inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
 } // namespace out
 
 enum class sublayer { self_attention, cross_attention, feed_forward };
@@ -79,17 +79,17 @@ enum class sublayer { self_attention, cross_attention, feed_forward };
 // residual-added result is named `y`. Post-LN: y = norm(x + attn(x));
 // pre-LN: y = x + attn(norm(x)).
 template <class T, class NormFirst>
-auto self_attention(T seq, NormFirst norm_first, const std::string &prefix, const std::string &norm_weights,
-                    const std::string &x, const std::string &y, bool causal) {
+auto self_attention(T seq, NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
+                    const std::string& x, const std::string& y, bool causal) {
   kernels::head_projection hp;
   kernels::attention at;
   kernels::out_projection op;
   kernels::layernorm ln;
   const auto model = ref(x, shape(d_model, seq, batch));
   const auto normed = ref(prefix + "normed_in", shape(d_model, seq, batch));
-  const auto heads_ = [&](const std::string &n) { return ref(prefix + n, shape(d_k, seq, heads, batch)); };
-  const auto w = [&](const std::string &n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
-  const auto b = [&](const std::string &n) { return ref(prefix + n, shape(d_k, heads)); };
+  const auto heads_ = [&](const std::string& n) { return ref(prefix + n, shape(d_k, seq, heads, batch)); };
+  const auto w = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
+  const auto b = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads)); };
   const auto attn_in = norm_first ? normed : model;
   const std::string mask = causal ? "causal" : "not_causal";
   auto qkv = run(hp, "qkv_projection", {}, hp.x >> attn_in, hp.weight("w_q") >> w("w_q"), hp.weight("w_k") >> w("w_k"),
@@ -117,8 +117,8 @@ auto self_attention(T seq, NormFirst norm_first, const std::string &prefix, cons
 // Cross-attention of decoder states x (d_model, tgt, batch) over the encoder memory
 // (d_model, src, batch). K/V of the memory are projected once per source.
 template <class NormFirst>
-auto cross_attention(NormFirst norm_first, const std::string &prefix, const std::string &norm_weights,
-                     const std::string &x, const std::string &y) {
+auto cross_attention(NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
+                     const std::string& x, const std::string& y) {
   kernels::head_projection hp;
   kernels::attention at;
   kernels::out_projection op;
@@ -126,8 +126,8 @@ auto cross_attention(NormFirst norm_first, const std::string &prefix, const std:
   const auto model = ref(x, shape(d_model, tgt, batch));
   const auto normed = ref(prefix + "normed_in", shape(d_model, tgt, batch));
   const auto memory = ref("memory", shape(d_model, src, batch));
-  const auto w = [&](const std::string &n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
-  const auto b = [&](const std::string &n) { return ref(prefix + n, shape(d_k, heads)); };
+  const auto w = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
+  const auto b = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads)); };
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
   const auto k = ref(prefix + "k_memory", shape(d_k, src, heads, batch));
   const auto v = ref(prefix + "v_memory", shape(d_k, src, heads, batch));
@@ -155,8 +155,8 @@ auto cross_attention(NormFirst norm_first, const std::string &prefix, const std:
 
 // FFN block: post-LN y = norm(x + ffn(x)); pre-LN y = x + ffn(norm(x)).
 template <class T, class NormFirst>
-auto feed_forward(T seq, NormFirst norm_first, const std::string &prefix, const std::string &norm_weights,
-                  const std::string &x, const std::string &y, const std::string &activation) {
+auto feed_forward(T seq, NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
+                  const std::string& x, const std::string& y, const std::string& activation) {
   kernels::ffn f;
   kernels::layernorm ln;
   const auto model = ref(x, shape(d_model, seq, batch));
@@ -181,25 +181,25 @@ auto feed_forward(T seq, NormFirst norm_first, const std::string &prefix, const 
 // layer (norm1.*, linear1.*, ...), except that attention weights are the repacked
 // per-projection tensors self_attn.w_q / b_q / ... / w_o / b_o, which the runtime
 // derives from in_proj_weight / out_proj at load time.
-template <class NormFirst> auto encoder_layer(NormFirst norm_first, const std::string &activation) {
+template <class NormFirst> auto encoder_layer(NormFirst norm_first, const std::string& activation) {
   return hana::concat(self_attention(src, norm_first, "self_attn.", "norm1", "x", "h", false),
                       feed_forward(src, norm_first, "ffn.", "norm2", "h", "x", activation));
 }
 
 // One decoder layer: masked self-attention over the KV cache, cross-attention over
 // the encoder memory, FFN: "y" -> "y".
-template <class NormFirst> auto decoder_layer(NormFirst norm_first, const std::string &activation) {
+template <class NormFirst> auto decoder_layer(NormFirst norm_first, const std::string& activation) {
   return hana::concat(hana::concat(self_attention(tgt, norm_first, "self_attn.", "norm1", "y", "h1", true),
                                    cross_attention(norm_first, "multihead_attn.", "norm2", "h1", "h2")),
                       feed_forward(tgt, norm_first, "ffn.", "norm3", "h2", "y", activation));
 }
 
 // Calls f(step) for each step in order.
-template <class Layer, class F> void walk(const Layer &layer, F &&f) { hana::for_each(layer, f); }
+template <class Layer, class F> void walk(const Layer& layer, F&& f) { hana::for_each(layer, f); }
 
 // Calls f(formal, actual, is_output) for each tensor operand of a step.
-template <class Step, class F> void for_each_operand(const Step &s, F &&f) {
-  hana::for_each(s.operands, [&](const auto &op) { f(op.formal, op.actual, op.is_output); });
+template <class Step, class F> void for_each_operand(const Step& s, F&& f) {
+  hana::for_each(s.operands, [&](const auto& op) { f(op.formal, op.actual, op.is_output); });
 }
 
 // A step with its types erased, for runtimes that plan kernel calls once.

@@ -35,8 +35,8 @@ public:
   // ---- binding --------------------------------------------------------------------
 
   template <class Op, class S, class Buffer>
-  requires requires(Buffer &b) { b.dim(0); }
-  void bind(const tensor<Op, S> &leaf, Buffer &buf) {
+  requires requires(Buffer& b) { b.dim(0); }
+  void bind(const tensor<Op, S>& leaf, Buffer& buf) {
     static_assert(std::is_same_v<Op, op::input>, "bind: only input leaves bind to buffers");
     const auto names = dim_names(S{});
     if (buf.dimensions() != static_cast<int>(names.size()))
@@ -52,13 +52,13 @@ public:
     inputs_[leaf.op.name] = lowered{Halide::Func(buf), {names.begin(), names.end()}};
   }
 
-  template <class Op> void bind(const tensor<Op, hana::tuple<>> &leaf, Halide::Expr value) {
+  template <class Op> void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::Expr value) {
     static_assert(std::is_same_v<Op, op::param>, "bind: scalars bind to param leaves");
     scalars_[leaf.op.name] = std::move(value);
   }
 
   // Constrains an output buffer to the extents of its dimension symbols.
-  template <class S, class Buffer> void bind_output(S, Buffer &out) {
+  template <class S, class Buffer> void bind_output(S, Buffer& out) {
     const auto names = dim_names(S{});
     for (std::size_t i = 0; i < names.size(); ++i) {
       out.dim(i).set_min(0);
@@ -66,38 +66,38 @@ public:
     }
   }
 
-  Halide::Var var(const std::string &dim) const { return Halide::Var(dim); }
-  Halide::Expr extent(const std::string &dim) const {
+  Halide::Var var(const std::string& dim) const { return Halide::Var(dim); }
+  Halide::Expr extent(const std::string& dim) const {
     auto e = extents_.find(dim);
     if (e == extents_.end())
       throw std::logic_error("lowering: no input defines the extent of dimension '" + dim + "'");
     return e->second;
   }
-  bool has_extent(const std::string &dim) const { return extents_.count(dim) != 0; }
+  bool has_extent(const std::string& dim) const { return extents_.count(dim) != 0; }
 
   // ---- stages -------------------------------------------------------------------
 
-  Halide::Func stage(const std::string &name) const {
+  Halide::Func stage(const std::string& name) const {
     auto s = stages_.find(name);
     if (s == stages_.end()) {
       std::string known;
-      for (const auto &[n, l] : stages_)
+      for (const auto& [n, l] : stages_)
         known += " " + n;
       throw std::logic_error("schedule refers to unknown stage '" + name + "'; stages:" + known);
     }
     return s->second.f;
   }
-  Halide::RDom rdom(const std::string &stage_name) const {
+  Halide::RDom rdom(const std::string& stage_name) const {
     auto r = rdoms_.find(stage_name);
     if (r == rdoms_.end())
       throw std::logic_error("stage '" + stage_name + "' has no reduction");
     return r->second;
   }
-  bool has_stage(const std::string &name) const { return stages_.count(name) != 0; }
+  bool has_stage(const std::string& name) const { return stages_.count(name) != 0; }
 
   // ---- lowering -----------------------------------------------------------------
 
-  template <class Op, class S, class... A> lowered lower(const tensor<Op, S, A...> &t) {
+  template <class Op, class S, class... A> lowered lower(const tensor<Op, S, A...>& t) {
     if constexpr (std::is_same_v<Op, op::input>) {
       auto in = inputs_.find(t.op.name);
       if (in == inputs_.end())
@@ -111,7 +111,7 @@ public:
       if (auto s = stages_.find(t.op.name); s != stages_.end())
         return s->second;
       std::vector<lowered> args;
-      hana::for_each(t.args, [&](const auto &a) { args.push_back(lower(a)); });
+      hana::for_each(t.args, [&](const auto& a) { args.push_back(lower(a)); });
       const auto names = dim_names(S{});
       std::vector<std::string> out{names.begin(), names.end()};
       lowered result{Halide::Func(t.op.name), out};
@@ -121,7 +121,7 @@ public:
     }
   }
 
-  Halide::Expr scalar(const std::string &name) const {
+  Halide::Expr scalar(const std::string& name) const {
     auto s = scalars_.find(name);
     if (s == scalars_.end())
       throw std::logic_error("lowering: param '" + name + "' was not bound");
@@ -137,45 +137,45 @@ private:
 
   // A new Func registered as stage `name` (Halide may uniquify Func::name(); the
   // registry keeps the name schedules use).
-  Halide::Func new_stage(const std::string &name) {
+  Halide::Func new_stage(const std::string& name) {
     Halide::Func f(name);
     stages_[name] = {f, {}};
     return f;
   }
 
   // Pure Vars of a lowered tensor, in its order.
-  std::vector<Halide::Var> vars(const lowered &l) const {
+  std::vector<Halide::Var> vars(const lowered& l) const {
     std::vector<Halide::Var> v;
-    for (const auto &d : l.dims)
+    for (const auto& d : l.dims)
       v.push_back(var(d));
     return v;
   }
-  std::vector<Halide::Expr> exprs(const lowered &l) const {
+  std::vector<Halide::Expr> exprs(const lowered& l) const {
     std::vector<Halide::Expr> v;
-    for (const auto &d : l.dims)
+    for (const auto& d : l.dims)
       v.push_back(var(d));
     return v;
   }
   // Calls `l` with each dimension bound to `at[dim]` if given, else its Var.
-  Halide::Expr call(const lowered &l, const std::map<std::string, Halide::Expr> &at = {}) const {
+  Halide::Expr call(const lowered& l, const std::map<std::string, Halide::Expr>& at = {}) const {
     std::vector<Halide::Expr> a;
-    for (const auto &d : l.dims) {
+    for (const auto& d : l.dims) {
       auto it = at.find(d);
       a.push_back(it != at.end() ? it->second : Halide::Expr(var(d)));
     }
     return l.f(a);
   }
-  Halide::Expr scalar_of(const lowered &l) const { return l.f(); }
+  Halide::Expr scalar_of(const lowered& l) const { return l.f(); }
 
-  template <class Args> void build(const op::contract &o, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const lowered &lhs = a[0], &rhs = a[1];
     std::vector<std::string> reduced;
-    for (const auto &d : lhs.dims)
+    for (const auto& d : lhs.dims)
       if (std::find(rhs.dims.begin(), rhs.dims.end(), d) != rhs.dims.end() &&
           std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
         reduced.push_back(d);
     Halide::Region ranges;
-    for (const auto &d : reduced)
+    for (const auto& d : reduced)
       ranges.emplace_back(0, extent(d));
     Halide::RDom rd(ranges, o.name + "_r");
     std::map<std::string, Halide::Expr> at;
@@ -185,19 +185,19 @@ private:
     r.f(vars(r)) += call(lhs, at) * call(rhs, at);
     rdoms_[o.name] = rd;
   }
-  template <class Args> void build(const op::transpose &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);
   }
-  template <class Args> void build(const op::add &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::add&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]) + call(a[1]);
   }
-  template <class Args> void build(const op::add_broadcast &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::add_broadcast&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]) + call(a[1]);
   }
-  template <class Args> void build(const op::scale &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::scale&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]) * scalar_of(a[1]);
   }
-  template <class Args> void build(const op::unary &o, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::unary& o, lowered& r, std::vector<lowered>& a, const Args&) {
     Halide::Expr x = call(a[0]);
     if (o.fn == op::activation::relu)
       r.f(vars(r)) = Halide::max(x, 0.0f);
@@ -211,8 +211,8 @@ private:
     return key < length && (causal == 0 || key <= query + offset);
   }
 
-  template <class Args> void build(const op::softmax &o, lowered &r, std::vector<lowered> &a, const Args &) {
-    const lowered &x = a[0];
+  template <class Args> void build(const op::softmax& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
     const std::string &k = r.dims[0], &q = r.dims[1], &b = r.dims[2];
     Halide::Var vk = var(k), vq = var(q), vb = var(b);
     Halide::Expr ok = valid(vk, vq, a[1].f(vb), Halide::cast<int>(scalar_of(a[2])), scalar_of(a[3]));
@@ -233,9 +233,9 @@ private:
     rdoms_[o.name] = rk;
   }
 
-  template <class Args> void build(const op::layernorm &o, lowered &r, std::vector<lowered> &a, const Args &) {
-    const lowered &x = a[0];
-    const std::string &d = r.dims[0];
+  template <class Args> void build(const op::layernorm& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    const std::string& d = r.dims[0];
     std::vector<Halide::Var> rows;
     for (std::size_t i = 1; i < r.dims.size(); ++i)
       rows.push_back(var(r.dims[i]));
@@ -260,7 +260,7 @@ private:
     rdoms_[o.name] = rd;
   }
 
-  template <class Args> void build(const op::gather &o, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::gather& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const lowered &table = a[0], &ids = a[1];
     Halide::Expr vocab = extent(table.dims[1]);
     Halide::Func checked = new_stage(o.name + "_ids");
@@ -270,7 +270,7 @@ private:
     r.f(vars(r)) = table.f(var(r.dims[0]), Halide::clamp(checked(vars(ids)), 0, vocab - 1));
   }
 
-  template <class Args> void build(const op::sinusoidal &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::sinusoidal&, lowered& r, std::vector<lowered>& a, const Args&) {
     Halide::Var d = var(r.dims[0]), t = var(r.dims[1]);
     Halide::Expr pos = Halide::cast<float>(t + scalar_of(a[0]));
     Halide::Expr pair = Halide::cast<float>(d / 2 * 2);
@@ -279,11 +279,11 @@ private:
     r.f(d, t) = Halide::select(d % 2 == 0, Halide::sin(angle), Halide::cos(angle));
   }
 
-  template <class Args> void build(const op::split_heads &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::split_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
     Halide::Var j = var("d_k"), t = var("t"), h = var("heads"), b = var("batch");
     r.f(j, t, h, b) = a[0].f(j + h * extent("d_k"), t, b);
   }
-  template <class Args> void build(const op::merge_heads &, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::merge_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
     Halide::Var i = var("d_model"), t = var("t"), b = var("batch");
     Halide::Expr dk = extent("d_k");
     if (!has_extent("d_model"))
@@ -295,7 +295,7 @@ private:
   // per (query, chunk) the chunk's max, sum of exponentials and partial output; then
   // the chunks are merged with weights exp(chunk_max - max). No stage is Tq x Tk per
   // head unless a schedule computes it so; decode steps (Tq = 1) parallelise over chunks.
-  template <class Args> void build(const op::attention &o, lowered &r, std::vector<lowered> &a, const Args &) {
+  template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const lowered &q = a[0], &k = a[1], &v = a[2], &len = a[3];
     Halide::Expr causal = Halide::cast<int>(scalar_of(a[4])), offset = scalar_of(a[5]);
     const int chunk = options.count("kv_chunk") ? options.at("kv_chunk") : 64;

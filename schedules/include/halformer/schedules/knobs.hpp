@@ -26,7 +26,7 @@ struct knob_decl {
 };
 
 // The knob-file section a target reads: its widest x86 vector ISA, or its GPU API.
-inline std::string isa_class(const Halide::Target &t) {
+inline std::string isa_class(const Halide::Target& t) {
   if (t.has_feature(Halide::Target::CUDA))
     return "cuda";
   if (t.has_feature(Halide::Target::OpenCL))
@@ -45,7 +45,7 @@ public:
   knob_values() = default;
   knob_values(std::string kernel, std::vector<knob_decl> decls, std::map<std::string, int> values)
       : kernel_(std::move(kernel)), decls_(std::move(decls)), values_(std::move(values)) {
-    for (const auto &d : decls_) {
+    for (const auto& d : decls_) {
       auto v = values_.find(d.name);
       if (v == values_.end())
         throw std::runtime_error(kernel_ + ": knob '" + d.name + "' has no value");
@@ -53,20 +53,20 @@ public:
         throw std::runtime_error(kernel_ + ": knob '" + d.name + "' = " + std::to_string(v->second) +
                                  " is outside its declared values");
     }
-    for (const auto &[name, value] : values_)
-      if (std::none_of(decls_.begin(), decls_.end(), [&](const knob_decl &d) { return d.name == name; }))
+    for (const auto& [name, value] : values_)
+      if (std::none_of(decls_.begin(), decls_.end(), [&](const knob_decl& d) { return d.name == name; }))
         throw std::runtime_error(kernel_ + ": unknown knob '" + name + "'");
   }
-  int operator[](const std::string &name) const {
+  int operator[](const std::string& name) const {
     auto v = values_.find(name);
     if (v == values_.end())
       throw std::logic_error(kernel_ + ": schedule reads undeclared knob '" + name + "'");
     return v->second;
   }
-  const std::map<std::string, int> &all() const { return values_; }
+  const std::map<std::string, int>& all() const { return values_; }
   std::string summary() const {
     std::string s;
-    for (const auto &[k, v] : values_)
+    for (const auto& [k, v] : values_)
       s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
     return s;
   }
@@ -78,7 +78,7 @@ private:
 };
 
 // "a=1,b=2" -> {a: 1, b: 2}
-inline std::map<std::string, int> parse_overrides(const std::string &text) {
+inline std::map<std::string, int> parse_overrides(const std::string& text) {
   std::map<std::string, int> out;
   std::stringstream ss(text);
   std::string item;
@@ -90,7 +90,7 @@ inline std::map<std::string, int> parse_overrides(const std::string &text) {
       throw std::runtime_error("knob override '" + item + "' is not name=value");
     try {
       out[item.substr(0, eq)] = std::stoi(item.substr(eq + 1));
-    } catch (const std::exception &) {
+    } catch (const std::exception&) {
       throw std::runtime_error("knob override '" + item + "' has a non-integer value");
     }
   }
@@ -99,9 +99,9 @@ inline std::map<std::string, int> parse_overrides(const std::string &text) {
 
 // Values for `kernel` on `target`: the knob file's section for the target's ISA
 // class, then the overrides.
-inline knob_values load_knobs(const std::string &kernel, const std::vector<knob_decl> &decls,
-                              const Halide::Target &target, const std::string &knob_file,
-                              const std::string &overrides) {
+inline knob_values load_knobs(const std::string& kernel, const std::vector<knob_decl>& decls,
+                              const Halide::Target& target, const std::string& knob_file,
+                              const std::string& overrides) {
   std::map<std::string, int> values;
   if (!knob_file.empty()) {
     std::ifstream in(knob_file);
@@ -110,13 +110,13 @@ inline knob_values load_knobs(const std::string &kernel, const std::vector<knob_
     nlohmann::json j;
     try {
       in >> j;
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
     }
     const std::string isa = isa_class(target);
     if (!j.contains(kernel) || !j[kernel].contains(isa))
       throw std::runtime_error("knob file '" + knob_file + "' has no section " + kernel + "." + isa);
-    for (const auto &[name, v] : j[kernel][isa].items()) {
+    for (const auto& [name, v] : j[kernel][isa].items()) {
       if (name.rfind("_", 0) == 0)
         continue; // "_why" and other comments
       if (!v.is_number_integer())
@@ -124,7 +124,7 @@ inline knob_values load_knobs(const std::string &kernel, const std::vector<knob_
       values[name] = v.get<int>();
     }
   }
-  for (const auto &[k, v] : parse_overrides(overrides))
+  for (const auto& [k, v] : parse_overrides(overrides))
     values[k] = v;
   return knob_values(kernel, decls, values);
 }

@@ -22,13 +22,13 @@ inline std::vector<knob_decl> attention_knobs() {
   };
 }
 
-inline void attention(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int qt = k["q_tile"], chunk = k["kv_chunk"];
   const int lanes = std::min(vec, chunk);
   Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c"), to("to"), ti("ti"), hb("hb");
-  auto s = [&](const char *n) { return ctx.stage(std::string("attention_") + n); };
+  auto s = [&](const char* n) { return ctx.stage(std::string("attention_") + n); };
   const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
 
   // Directives before specialize() hold in every branch; each branch then tiles t.
@@ -38,7 +38,7 @@ inline void attention(const dsl::lowering &ctx, Halide::Func out, const Halide::
 
   s("k_t").compute_at(out, hb).vectorize(kk, lanes);
   // Per query tile: logits, chunk maxima, exponentials and sums for every chunk.
-  for (const char *n : {"logits", "chunk_max", "p", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
+  for (const char* n : {"logits", "chunk_max", "p", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
     s(n).compute_at(out, to);
   // q.k one chunk at a time: a (kv_chunk x q_tile) accumulator of constant size,
   // so it lives in registers across the d_k reduction.

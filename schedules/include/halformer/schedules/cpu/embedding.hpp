@@ -12,7 +12,7 @@ namespace halformer::schedules::cpu {
 
 inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
 
-inline void embedding(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   Halide::Var row("row");
   detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
   ctx.stage("rows_ids").compute_root();

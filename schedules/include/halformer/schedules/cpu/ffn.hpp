@@ -18,9 +18,9 @@ inline std::vector<knob_decl> ffn_knobs() {
   return k;
 }
 
-inline void ffn(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   std::map<std::string, int> hidden_values;
-  for (const auto &d : gemm_knobs())
+  for (const auto& d : gemm_knobs())
     hidden_values[d.name] = k["hidden_" + d.name];
   knob_values hidden_knobs("ffn.hidden", gemm_knobs(), hidden_values);
 

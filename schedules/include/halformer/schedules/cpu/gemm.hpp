@@ -37,7 +37,7 @@ struct gemm_stage {
   Halide::Expr o_extent, t_extent, batch_extent;
 };
 
-inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob_values &k) {
+inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int tile_o = k["vectors"] * vec, rows = k["rows"], group = k["tiles_per_task"];
@@ -47,7 +47,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
   // Dims outside the register tile that join the parallel task loop. When tiling
   // over the batch (t == 1), t stays a serial loop of extent 1: fusing it would make
   // bounds inference divide by the task count and lose its exact bounds.
-  auto fused_outer = [&](const Var &row) {
+  auto fused_outer = [&](const Var& row) {
     std::vector<Var> dims = g.mid;
     if (row.name() != g.batch.name())
       dims.push_back(g.batch);
@@ -58,9 +58,9 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
   // column tiles (oo), so the task's weight panel (group x tile_o x K floats) is
   // reused from L2 by every row tile, and each row tile's inputs from L1 by every
   // column tile.
-  auto blocked = [&](Stage s, const Var &row) {
+  auto blocked = [&](Stage s, const Var& row) {
     std::vector<VarOrRVar> order{oi, ri, oo, rr, og, rg};
-    for (const Var &d : fused_outer(row))
+    for (const Var& d : fused_outer(row))
       order.push_back(d);
     if (row.name() == g.batch.name())
       order.push_back(g.t);
@@ -73,14 +73,14 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
         .unroll(oi)
         .unroll(ri)
         .fuse(og, rg, task);
-    for (const Var &d : fused_outer(row))
+    for (const Var& d : fused_outer(row))
       s.fuse(task, d, task);
     s.parallel(task);
   };
-  auto blocked_acc = [&](Stage pure, Stage update, const Var &row) {
+  auto blocked_acc = [&](Stage pure, Stage update, const Var& row) {
     pure.vectorize(g.o, vec).unroll(g.o).unroll(row);
     std::vector<VarOrRVar> order{g.o, row};
-    for (const auto &r : g.r)
+    for (const auto& r : g.r)
       order.push_back(r);
     update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(row);
   };
@@ -94,7 +94,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
   // Fallback: one predicated vector per step, parallel over column groups and rows.
   {
     std::vector<VarOrRVar> order{oi, oo, og, g.t};
-    for (auto &d : g.mid)
+    for (auto& d : g.mid)
       order.push_back(d);
     order.push_back(g.batch);
     g.out.split(g.o, oc, oi, vec, TailStrategy::GuardWithIf)
@@ -102,7 +102,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
         .reorder(order)
         .vectorize(oi)
         .fuse(og, g.t, task);
-    for (auto &d : g.mid)
+    for (auto& d : g.mid)
       g.out.fuse(task, d, task);
     g.out.fuse(task, g.batch, task).parallel(task);
   }
@@ -113,7 +113,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target &target, const knob
   g.acc.vectorize(g.o, vec, TailStrategy::GuardWithIf);
   {
     std::vector<VarOrRVar> order{g.o};
-    for (const auto &r : g.r)
+    for (const auto& r : g.r)
       order.push_back(r);
     g.acc.update().reorder(order).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   }

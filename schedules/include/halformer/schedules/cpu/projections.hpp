@@ -9,9 +9,9 @@
 namespace halformer::schedules::cpu {
 
 // outs: the Output Funcs named by the stages "q", "k", "v" that they copy.
-inline void head_projection(const dsl::lowering &ctx, const std::vector<std::pair<std::string, Halide::Func>> &outs,
-                            const Halide::Target &target, const knob_values &k) {
-  for (const auto &[stage, out] : outs) {
+inline void head_projection(const dsl::lowering& ctx, const std::vector<std::pair<std::string, Halide::Func>>& outs,
+                            const Halide::Target& target, const knob_values& k) {
+  for (const auto& [stage, out] : outs) {
     gemm_stage g{out,
                  ctx.stage(stage),
                  ctx.var("d_k"),
@@ -26,15 +26,15 @@ inline void head_projection(const dsl::lowering &ctx, const std::vector<std::pai
   }
 }
 
-inline void out_projection(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target,
-                           const knob_values &k) {
+inline void out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                           const knob_values& k) {
   const Halide::RDom r = ctx.rdom("proj"); // (d_k, heads)
   gemm_stage g{out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
                {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
   schedule_gemm(g, target, k);
 }
 
-inline void logits(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   gemm_stage g{out,
                ctx.stage("logits"),
                ctx.var("vocab"),

@@ -21,8 +21,8 @@ inline std::vector<knob_decl> row_knobs() {
 }
 
 namespace detail {
-inline void rows_loop(Halide::Func out, const std::string &n, const Halide::Expr &n_extent,
-                      const Halide::Target &target, const knob_values &k, Halide::Var &row) {
+inline void rows_loop(Halide::Func out, const std::string& n, const Halide::Expr& n_extent,
+                      const Halide::Target& target, const knob_values& k, Halide::Var& row) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   Var x(n), t("t"), b("batch"), xo("xo"), xi("xi"), rt("rt");
@@ -32,16 +32,16 @@ inline void rows_loop(Halide::Func out, const std::string &n, const Halide::Expr
   out.split(x, xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
   row = rt;
 }
-inline void reduction(Halide::Func f, const Halide::RDom &r, const Halide::Target &target, const knob_values &k) {
+inline void reduction(Halide::Func f, const Halide::RDom& r, const Halide::Target& target, const knob_values& k) {
   if (k["vectorize_reductions"])
     f.update().atomic().vectorize(r.x, target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
 }
 } // namespace detail
 
-inline void layernorm(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   Halide::Var row("row");
   detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
-  for (const char *s : {"norm_shift", "norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
+  for (const char* s : {"norm_shift", "norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
     ctx.stage(s).compute_at(out, row);
   // x + residual (add_layernorm) once per row, so every pass sees the same float sums.
   if (ctx.has_stage("sum"))
@@ -51,11 +51,11 @@ inline void layernorm(const dsl::lowering &ctx, Halide::Func out, const Halide::
   detail::reduction(ctx.stage("norm_sqdev"), ctx.rdom("norm"), target, k);
 }
 
-inline void softmax(const dsl::lowering &ctx, Halide::Func out, const Halide::Target &target, const knob_values &k) {
+inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
   Halide::Var row("row");
   detail::rows_loop(out, "tk", ctx.extent("tk"), target, k, row);
   const int vec = target.natural_vector_size<float>();
-  for (const char *s : {"softmax_max", "softmax_sum"})
+  for (const char* s : {"softmax_max", "softmax_sum"})
     ctx.stage(s).compute_at(out, row);
   ctx.stage("softmax_exp").compute_at(out, row).vectorize(Halide::Var("tk"), vec, Halide::TailStrategy::GuardWithIf);
   detail::reduction(ctx.stage("softmax_max"), ctx.rdom("softmax"), target, k);

@@ -1,0 +1,16 @@
+// The kernels' temporary memory (Halide's halide_malloc) served from a pool: a
+// freed block is kept in a free list of its power-of-two size class and handed
+// out again, so once a decode loop has warmed up its kernels allocate nothing
+// from the system (the attention span grows, which costs one fresh block per
+// doubling: O(log max_len) in all).
+#pragma once
+
+#include <cstddef>
+
+namespace halformer::kernel_memory {
+
+void install();                  // idempotent; routes halide_malloc/free to the pool
+std::size_t fresh_allocations(); // blocks ever taken from the system
+std::size_t pooled_bytes();      // bytes held by the pool (in use or free)
+
+} // namespace halformer::kernel_memory
