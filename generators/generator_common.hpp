@@ -9,7 +9,7 @@
 #include <Halide.h>
 
 // knob_file: JSON knob values per ISA (schedules/knobs/*.json);
-// knobs: "name=value,..." overrides (the tuner's candidates).
+// knobs: "name:value/..." overrides (the tuner's candidates).
 #define HALFORMER_KNOB_PARAMS                                                                                          \
   GeneratorParam<std::string> knob_file{"knob_file", ""};                                                              \
   GeneratorParam<std::string> knobs{"knobs", ""};                                                                      \

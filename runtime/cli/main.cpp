@@ -6,6 +6,8 @@
 #include "halformer/model.hpp"
 #include "halformer_build_info.h"
 #include "hf_all.h"
+#include "presets.hpp"
+#include "tuner.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -16,6 +18,7 @@
 #include <sstream>
 
 using namespace halformer;
+namespace tuner = halformer::tuner;
 
 namespace {
 
@@ -132,6 +135,54 @@ int forward(const std::string& dir, const load_options& lo, const std::string& s
   return 0;
 }
 
+double seconds_of(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
+  }
+  const std::string unit = text.substr(used);
+  if (unit == "" || unit == "s") return v;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
+}
+
+int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
+         const std::string& db_dir, tuner::tune_options o) {
+  const std::string share = build_info::share_dir;
+  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
+  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
+  const auto hw = tuner::this_machine();
+  const tuner::database db(db_dir);
+  o.budget_s = seconds_of(budget);
+  if (o.isa.empty() || o.isa == "auto") o.isa = Model::kernel_info().find("avx512") != std::string::npos && halformer_cpu_supports("avx512") ? "avx512" : halformer_cpu_supports("avx2") ? "avx2" : "sse41";
+  if (!halformer_cpu_supports(o.isa.c_str())) throw error("this CPU cannot run " + o.isa + " code");
+  std::vector<std::pair<std::string, std::string>> jobs;
+  if (!preset_name.empty()) {
+    for (const auto& e : tuner::preset(preset_name)) jobs.emplace_back(e.kernel, e.shape);
+  } else {
+    if (kernel.empty() || o.shape.empty()) throw error("tune needs --kernel and --shape, or --preset");
+    jobs.emplace_back(kernel, tuner::canonical_shape(o.shape));
+  }
+  fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(), hw.key(), o.isa, db.file());
+  for (const auto& [k, shape] : jobs) {
+    o.shape = shape;
+    const auto r = tuner::tune(tools, cat, k, o, db, hw);
+    if (r.best.status.empty()) {
+      fmt::print("{} {}: no verified candidate in {} trials\n", k, shape, r.trials);
+      continue;
+    }
+    fmt::print("{} {}: best {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape, r.best.median_ms,
+               r.best.gflops, r.best.gbps, tuner::knobs_text(r.best.knobs));
+    if (r.defaults.verified()) fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
+    fmt::print("\n");
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -164,6 +215,24 @@ int main(int argc, char** argv) {
   fwd->add_option("--out-memory", out_memory, "float32 [batch, src_len, d_model]");
   fwd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
 
+  tuner::tune_options to;
+  std::string tune_kernel, tune_preset, db_dir = build_info::default_db, budget = "5m";
+  auto* tune_cmd = app.add_subcommand("tune", "search schedule knobs for this machine, measuring every candidate");
+  auto* kernel_opt = tune_cmd->add_option("--kernel", tune_kernel, "kernel to tune (e.g. attention, ffn_relu)");
+  tune_cmd->add_option("--shape", to.shape, "shape, e.g. d_k=64,heads=8,t=1,tk=128,batch=8,causal=1");
+  tune_cmd->add_option("--preset", tune_preset, "tune every kernel at a model's shapes (transformer-base)")
+      ->excludes(kernel_opt);
+  tune_cmd->add_option("--budget", budget, "time per kernel and shape: 90s, 5m, 1h");
+  tune_cmd->add_option("--trials", to.max_trials, "at most this many candidates per kernel and shape")
+      ->check(CLI::Range(1, 1000000));
+  tune_cmd->add_option("--db", db_dir, "schedule database directory");
+  tune_cmd->add_option("--isa", to.isa, "avx512, avx2 or sse41 (default: this CPU's best)");
+  tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")->check(CLI::Range(1, 1024));
+  tune_cmd->add_option("--samples", to.samples, "timing samples per candidate")->check(CLI::Range(1, 1000));
+  tune_cmd->add_option("--min-ms", to.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
+  tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")->check(CLI::Range(1.0, 3600.0));
+  tune_cmd->add_option("--seed", to.seed, "search seed");
+
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
   info->add_option("--model", dir, "also describe this model");
 
@@ -177,10 +246,13 @@ int main(int argc, char** argv) {
       return run(dir, lo, o, input, batch);
     if (*fwd)
       return forward(dir, lo, src, tgt, out_logits, out_memory);
+    if (*tune_cmd) return tune(tune_kernel, tune_preset, budget, db_dir, to);
     if (*info) {
       fmt::print("{}\n", Model::kernel_info());
       fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
-      const auto knobs = nlohmann::json::parse(build_info::knob_json);
+      std::ifstream knob_in(build_info::knob_file);
+      if (!knob_in) throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
+      const auto knobs = nlohmann::json::parse(knob_in);
       const std::string isa = halformer_active_isa();
       std::stringstream list(build_info::kernels); // "kernel=knob section,..."
       for (std::string entry; std::getline(list, entry, ',');) {

@@ -12,7 +12,7 @@
 // of order 1e-2..1 and fails by orders of magnitude.
 #pragma once
 
-#include "../reference/reference.hpp"
+#include "../reference/convert.hpp"
 #include "hf_all.h"
 
 #include <HalideBuffer.h>
@@ -26,6 +26,9 @@
 namespace test {
 
 using Halide::Runtime::Buffer;
+using ref::to_ref;
+using ref::head_weight_to_ref;
+using ref::head_bias_to_ref;
 inline constexpr double rtol = 1e-5;
 
 std::mt19937& rng();
@@ -35,36 +38,6 @@ inline Buffer<float> random(std::vector<int> shape, float scale = 1.0f) {
   std::normal_distribution<float> n(0.0f, scale);
   b.for_each_value([&](float& v) { v = n(rng()); });
   return b;
-}
-
-inline ref::tensor to_ref(const Buffer<const float>& b) {
-  std::vector<int> dims;
-  for (int i = 0; i < b.dimensions(); ++i)
-    dims.push_back(b.dim(i).extent());
-  ref::tensor t(dims);
-  std::size_t i = 0;
-  // Buffer::for_each_element visits dim 0 fastest, matching ref::tensor's order.
-  b.for_each_element([&](const int* pos) { t.data[i++] = b(pos); });
-  return t;
-}
-
-// Kernel weights (d_k, heads, d_model) as the reference's (out = h * d_k + j, in).
-inline ref::tensor head_weight_to_ref(const Buffer<const float>& w) {
-  const int dk = w.dim(0).extent(), H = w.dim(1).extent(), dm = w.dim(2).extent();
-  ref::tensor t({dk * H, dm});
-  for (int i = 0; i < dm; ++i)
-    for (int h = 0; h < H; ++h)
-      for (int j = 0; j < dk; ++j)
-        t(h * dk + j, i) = w(j, h, i);
-  return t;
-}
-inline ref::tensor head_bias_to_ref(const Buffer<const float>& b) {
-  const int dk = b.dim(0).extent(), H = b.dim(1).extent();
-  ref::tensor t({dk * H});
-  for (int h = 0; h < H; ++h)
-    for (int j = 0; j < dk; ++j)
-      t(h * dk + j) = b(j, h);
-  return t;
 }
 
 struct comparison {

@@ -2,7 +2,7 @@
 //
 // Each schedule declares its knobs; values come from a JSON knob file (one per
 // hardware family, `schedules/knobs/*.json`, later the tuner's database) and may be
-// overridden one by one ("rows=4,vectors=2"), which is how the tuner builds
+// overridden one by one ("rows:4/vectors:2"), which is how the tuner builds
 // candidates without touching code. A value outside its declared domain, an
 // unknown knob or a missing one is a build error naming it.
 #pragma once
@@ -10,6 +10,7 @@
 #include <Halide.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -77,19 +78,26 @@ private:
   std::map<std::string, int> values_;
 };
 
-// "a=1,b=2" -> {a: 1, b: 2}
+// "a:1/b:2" (or "a=1,b=2") -> {a: 1, b: 2}. Generator command lines take no '=' or
+// ',' inside a value, hence the first spelling, which the tuner uses.
 inline std::map<std::string, int> parse_overrides(const std::string& text) {
   std::map<std::string, int> out;
-  std::stringstream ss(text);
+  std::string items = text;
+  std::replace(items.begin(), items.end(), '/', ',');
+  std::stringstream ss(items);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty())
       continue;
-    auto eq = item.find('=');
+    const auto eq = item.find_first_of("=:");
     if (eq == std::string::npos)
-      throw std::runtime_error("knob override '" + item + "' is not name=value");
+      throw std::runtime_error("knob override '" + item + "' is not name:value");
     try {
-      out[item.substr(0, eq)] = std::stoi(item.substr(eq + 1));
+      std::size_t used = 0;
+      const std::string value = item.substr(eq + 1);
+      out[item.substr(0, eq)] = std::stoi(value, &used);
+      if (used != value.size())
+        throw std::invalid_argument(value);
     } catch (const std::exception&) {
       throw std::runtime_error("knob override '" + item + "' has a non-integer value");
     }

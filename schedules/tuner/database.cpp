@@ -1,0 +1,107 @@
+#include "database.hpp"
+
+#include "halformer/error.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace halformer::tuner {
+
+nlohmann::json record::to_json() const {
+  return {{"kernel", kernel},   {"knob_section", knob_section},
+          {"shape", shape},     {"dtype", dtype},
+          {"target", target},   {"hardware", hardware},
+          {"halformer", halformer_version}, {"halide", halide_version},
+          {"knobs", knobs},     {"status", status},
+          {"source", source},   {"median_ms", median_ms},
+          {"min_ms", min_ms},   {"max_ms", max_ms},
+          {"gflops", gflops},   {"gbps", gbps},
+          {"max_error", max_error}, {"settings", settings},
+          {"detail", detail},   {"when", when}};
+}
+
+record record::from_json(const nlohmann::json& j, const std::string& where) {
+  record r;
+  try {
+    r.kernel = j.at("kernel");
+    r.knob_section = j.at("knob_section");
+    r.shape = j.at("shape");
+    r.dtype = j.at("dtype");
+    r.target = j.at("target");
+    r.hardware = j.at("hardware");
+    r.halformer_version = j.at("halformer");
+    r.halide_version = j.at("halide");
+    r.knobs = j.at("knobs").get<std::map<std::string, int>>();
+    r.status = j.at("status");
+    r.source = j.value("source", "");
+    r.median_ms = j.at("median_ms");
+    r.min_ms = j.at("min_ms");
+    r.max_ms = j.at("max_ms");
+    r.gflops = j.value("gflops", 0.0);
+    r.gbps = j.value("gbps", 0.0);
+    r.max_error = j.value("max_error", 0.0);
+    r.settings = j.value("settings", nlohmann::json::object());
+    r.detail = j.value("detail", "");
+    r.when = j.value("when", "");
+  } catch (const std::exception& e) {
+    throw error(where + ": not a schedule record: " + e.what());
+  }
+  return r;
+}
+
+database::database(std::string dir) : dir_(std::move(dir)), file_(dir_ + "/schedules.jsonl") {}
+
+std::vector<record> database::load() const {
+  std::vector<record> out;
+  std::ifstream in(file_);
+  if (!in) return out; // an empty database
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      throw error(file_ + " line " + std::to_string(n) + ": invalid JSON: " + e.what());
+    }
+    out.push_back(record::from_json(j, file_ + " line " + std::to_string(n)));
+  }
+  return out;
+}
+
+void database::append(const record& r) const {
+  std::filesystem::create_directories(dir_);
+  std::ofstream out(file_, std::ios::app);
+  if (!out) throw error("cannot write " + file_);
+  out << r.to_json().dump() << "\n";
+}
+
+std::optional<record> database::best(const std::string& kernel, const std::string& shape, const std::string& target,
+                                     const std::string& hardware) const {
+  std::optional<record> best;
+  for (auto& r : load())
+    if (r.verified() && r.kernel == kernel && r.shape == shape && r.target == target && r.hardware == hardware &&
+        (!best || r.median_ms < best->median_ms))
+      best = std::move(r);
+  return best;
+}
+
+std::string canonical_shape(const std::string& shape) {
+  std::map<std::string, std::string> kv;
+  std::stringstream ss(shape);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw error("shape item '" + item + "' is not name=value");
+    const std::string value = item.substr(eq + 1);
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
+      throw error("shape item '" + item + "' needs a non-negative integer value");
+    kv[item.substr(0, eq)] = value;
+  }
+  std::string out;
+  for (const auto& [k, v] : kv) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out;
+}
+
+} // namespace halformer::tuner

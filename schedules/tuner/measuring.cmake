@@ -1,0 +1,34 @@
+# The tuner's measuring side, once the generators and kernels exist: search
+# spaces, one harness per kernel, and the paths `halformer tune` drives.
+set(tuner_dir ${CMAKE_SOURCE_DIR}/schedules/tuner)
+set(share ${CMAKE_BINARY_DIR}/share/halformer)
+
+# Search spaces, from the schedules' own knob declarations.
+add_executable(halformer_knob_spaces ${tuner_dir}/knob_spaces.cpp)
+target_link_libraries(halformer_knob_spaces PRIVATE halformer::schedules Halide::Halide)
+add_custom_command(OUTPUT ${share}/knob_spaces.json
+                   COMMAND ${CMAKE_COMMAND} -E make_directory ${share}
+                   COMMAND sh -c "$<TARGET_FILE:halformer_knob_spaces> > ${share}/knob_spaces.json"
+                   DEPENDS halformer_knob_spaces VERBATIM)
+add_custom_target(knob_spaces ALL DEPENDS ${share}/knob_spaces.json)
+
+# One measuring harness per kernel (linked with each candidate by the tuner).
+foreach (k IN LISTS HALFORMER_KERNELS)
+  string(TOUPPER ${k} K)
+  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp)
+  target_compile_definitions(tuner_harness_${k} PRIVATE HF_KERNEL_${K})
+  target_link_libraries(tuner_harness_${k} PRIVATE Halide::Runtime)
+  list(APPEND harnesses tuner_harness_${k})
+endforeach ()
+add_custom_target(tuner_harnesses ALL DEPENDS ${harnesses})
+
+# Where everything is, for `halformer tune`.
+file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
+  \"generator\": \"$<TARGET_FILE:halformer.generators>\",
+  \"cxx\": \"${CMAKE_CXX_COMPILER}\",
+  \"harness_dir\": \"${CMAKE_BINARY_DIR}/lib\",
+  \"runtime_lib\": \"$<TARGET_FILE:halformer_runtime>\",
+  \"knob_file\": \"${HALFORMER_DEFAULT_KNOB_FILE}\",
+  \"work_dir\": \"${CMAKE_BINARY_DIR}/tuning\"
+}
+")

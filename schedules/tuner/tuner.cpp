@@ -1,0 +1,262 @@
+#include "tuner.hpp"
+
+#include "halformer/error.hpp"
+#include "process.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+namespace halformer::tuner {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw error("cannot open " + path);
+  try {
+    return json::parse(in);
+  } catch (const std::exception& e) {
+    throw error(path + " is not valid JSON: " + e.what());
+  }
+}
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+std::string clock_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
+  return buf;
+}
+} // namespace
+
+toolchain toolchain::from_json_file(const std::string& path) {
+  const json j = read_json(path);
+  toolchain t;
+  t.generator = j.at("generator"), t.cxx = j.at("cxx"), t.harness_dir = j.at("harness_dir");
+  t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
+  return t;
+}
+
+const kernel_info& catalog::kernel(const std::string& name) const {
+  for (const auto& k : kernels)
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : kernels) known += " " + k.name;
+  throw error("unknown kernel '" + name + "'; kernels:" + known);
+}
+
+catalog catalog::from_json_files(const std::string& kernels_json, const std::string& spaces_json) {
+  catalog c;
+  const json kernels = read_json(kernels_json), spaces = read_json(spaces_json);
+  for (const auto& k : kernels)
+    c.kernels.push_back({k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
+  for (const auto& [section, knobs] : spaces.items())
+    for (const auto& k : knobs) c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
+  return c;
+}
+
+std::string target_of_isa(const std::string& isa) {
+  if (isa == "avx512") return "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
+  if (isa == "avx2") return "x86-64-linux-avx-avx2-f16c-fma-sse41";
+  if (isa == "sse41") return "x86-64-linux-sse41";
+  throw error("unknown ISA '" + isa + "' (avx512, avx2 or sse41)");
+}
+
+knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa) {
+  const json j = read_json(t.knob_file);
+  if (!j.contains(section) || !j[section].contains(isa))
+    throw error(t.knob_file + " has no section " + section + "." + isa);
+  knob_set k;
+  for (const auto& [name, v] : j[section][isa].items())
+    if (name[0] != '_') k[name] = v.get<int>();
+  return k;
+}
+
+std::string generator_knobs(const knob_set& k) { // "a:1/b:2": GenGen forbids '=' and ',' in values
+  std::string s;
+  for (const auto& [n, v] : k) s += (s.empty() ? "" : "/") + n + ":" + std::to_string(v);
+  return s;
+}
+
+std::string knobs_text(const knob_set& k) {
+  std::string s;
+  for (const auto& [n, v] : k) s += (s.empty() ? "" : ",") + n + "=" + std::to_string(v);
+  return s;
+}
+
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source) {
+  record r;
+  r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
+  r.hardware = hw.key(), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
+  r.knobs = knobs, r.source = source, r.when = now_iso();
+  r.settings = {{"threads", o.threads}, {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
+                {"input_rotation_mib", 64}, {"warmup_calls", 3}, {"verify_tolerance", 1e-4}};
+  const std::string dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid());
+  fs::create_directories(dir);
+  std::vector<std::string> gen{t.generator, "-g", k.generator, "-f", "candidate", "-e", "static_library,c_header",
+                               "-o", dir, "target=" + r.target + "-no_runtime", "knob_file=" + t.knob_file,
+                               "knobs=" + generator_knobs(knobs)};
+  gen.insert(gen.end(), k.params.begin(), k.params.end());
+  auto fail = [&](const std::string& status, const process_result& p) {
+    fs::remove_all(dir);
+    r.status = status;
+    r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+    return r;
+  };
+  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok()) return fail("compile_error", p);
+  const std::string exe = dir + "/harness";
+  if (auto p = run_process({t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a",
+                            dir + "/candidate.a", t.runtime_lib, "-lpthread", "-ldl", "-lm"},
+                           o.candidate_timeout_s);
+      !p.ok())
+    return fail("link_error", p);
+  auto p = run_process({exe, o.shape, "--threads", std::to_string(o.threads), "--samples", std::to_string(o.samples),
+                        "--min-ms", std::to_string(o.min_sample_ms)},
+                       o.candidate_timeout_s);
+  fs::remove_all(dir);
+  if (p.timed_out) return fail("timeout", p);
+  if (p.signal) return fail("crash", p);
+  json j;
+  try {
+    j = json::parse(p.out);
+  } catch (const std::exception&) {
+    return fail(p.exit_code == 2 ? "bad_shape" : "crash", p);
+  }
+  r.status = j.value("status", "crash");
+  r.max_error = j.value("max_error", 0.0);
+  if (r.status == "ok") {
+    r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
+    r.gflops = j.at("gflops"), r.gbps = j.at("gbps");
+    r.settings["input_sets"] = j.at("input_sets");
+  } else {
+    r.detail = p.out;
+  }
+  return r;
+}
+
+tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
+                 const database& db, const hardware& hw) {
+  const kernel_info& k = c.kernel(kernel_name);
+  const auto space_it = c.spaces.find(k.knob_section);
+  if (space_it == c.spaces.end()) throw error("no knob space for " + k.knob_section);
+  const knob_space& space = space_it->second;
+  const std::string target = target_of_isa(o.isa);
+  std::mt19937 rng(o.seed);
+
+  // Resume: every record of this kernel, shape, target and machine counts as evaluated.
+  std::map<knob_set, record> seen;
+  for (auto& r : db.load())
+    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw.key()) seen[r.knobs] = r;
+
+  tune_result result;
+  const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
+  auto best_verified = [&]() -> const record* {
+    const record* b = nullptr;
+    for (const auto& [kn, r] : seen)
+      if (r.verified() && (!b || r.median_ms < b->median_ms)) b = &r;
+    return b;
+  };
+  auto random_set = [&] {
+    knob_set s;
+    for (const auto& [name, values] : space) s[name] = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng)];
+    return s;
+  };
+  auto mutate = [&](knob_set s) {
+    const int changes = 1 + int(rng() % 2);
+    for (int i = 0; i < changes; ++i) {
+      const auto& [name, values] = space[rng() % space.size()];
+      auto pos = std::find(values.begin(), values.end(), s[name]) - values.begin();
+      const int step = (rng() % 2) ? 1 : -1; // a neighbouring value, mostly
+      pos = std::clamp<long>(pos + step, 0, long(values.size()) - 1);
+      if (rng() % 4 == 0) pos = long(rng() % values.size());
+      s[name] = values[std::size_t(pos)];
+    }
+    return s;
+  };
+
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
+  for (int i = 0; i < o.initial_random; ++i) queue.emplace_back(random_set(), "random");
+  double last_trial_s = 0;
+  const bool tty = isatty(2);
+  while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
+    knob_set cand;
+    std::string source;
+    if (!queue.empty()) {
+      std::tie(cand, source) = queue.front();
+      queue.erase(queue.begin());
+    } else {
+      // Evolution: mutate one of the best few verified candidates.
+      std::vector<const record*> top;
+      for (const auto& [kn, r] : seen)
+        if (r.verified()) top.push_back(&r);
+      std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+      if (top.size() > 4) top.resize(4);
+      source = "mutation";
+      bool fresh = false;
+      for (int attempt = 0; attempt < 50 && !fresh; ++attempt) {
+        cand = top.empty() ? random_set() : mutate(top[std::min<std::size_t>(rng() % 3, top.size() - 1)]->knobs);
+        fresh = !seen.count(cand);
+      }
+      for (int attempt = 0; attempt < 200 && !fresh; ++attempt) {
+        cand = random_set(), source = "random";
+        fresh = !seen.count(cand);
+      }
+      if (!fresh) { // nearly exhausted: enumerate the space for an unseen point
+        std::vector<std::size_t> idx(space.size(), 0);
+        for (bool more = true; more && !fresh;) {
+          for (std::size_t i = 0; i < space.size(); ++i) cand[space[i].first] = space[i].second[idx[i]];
+          fresh = !seen.count(cand);
+          more = false;
+          for (std::size_t i = 0; i < space.size() && !more; ++i)
+            if (++idx[i] < space[i].second.size()) more = true;
+            else idx[i] = 0;
+        }
+        source = "enumeration";
+        if (!fresh) {
+          std::fprintf(stderr, "[tune %s] the knob space is exhausted\n", k.name.c_str());
+          break;
+        }
+      }
+    }
+    if (seen.count(cand)) continue;
+    const double t0 = elapsed();
+    record r = measure(t, k, cand, o, hw, source);
+    last_trial_s = elapsed() - t0;
+    db.append(r);
+    seen[cand] = r;
+    ++result.trials;
+    if (!r.verified()) ++result.failed;
+    const record* b = best_verified();
+    const auto d = seen.find(defaults);
+    const double base = d != seen.end() && d->second.verified() ? d->second.median_ms : 0;
+    char line[512];
+    std::snprintf(line, sizeof line, "[tune %s %s %s] %d done (%d failed) | best %.4g ms %.1f GFLOP/s%s | %s / %s",
+                  k.name.c_str(), o.shape.c_str(), o.isa.c_str(), result.trials, result.failed, b ? b->median_ms : 0.0,
+                  b ? b->gflops : 0.0,
+                  base > 0 && b ? (" (" + std::to_string(base / b->median_ms).substr(0, 4) + "x default)").c_str() : "",
+                  clock_text(elapsed()).c_str(), clock_text(o.budget_s).c_str());
+    std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  if (const record* b = best_verified()) result.best = *b;
+  if (auto d = seen.find(defaults); d != seen.end()) result.defaults = d->second;
+  return result;
+}
+
+} // namespace halformer::tuner

@@ -1,0 +1,71 @@
+// The per-hardware autotuner: a search over a kernel's declared knob space in
+// which every candidate is compiled, linked and measured in child processes
+// (generator, compiler, harness.cpp), verified against the float64 reference
+// before it is timed, and recorded in the schedule database (also when it fails).
+#pragma once
+
+#include "database.hpp"
+#include "hardware.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace halformer::tuner {
+
+// Where the build put the tools the tuner drives (generated: tuner_paths.json).
+struct toolchain {
+  std::string generator;     // halformer.generators
+  std::string cxx;           // the C++ compiler (links candidates)
+  std::string harness_dir;   // libtuner_harness_<kernel>.a
+  std::string runtime_lib;   // the Halide runtime candidates link against
+  std::string knob_file;     // default knob values
+  std::string work_dir;      // scratch for candidates
+  static toolchain from_json_file(const std::string& path);
+};
+
+struct kernel_info {
+  std::string name, generator, knob_section;
+  std::vector<std::string> params; // generator params, e.g. activation=relu
+};
+using knob_space = std::vector<std::pair<std::string, std::vector<int>>>;
+using knob_set = std::map<std::string, int>;
+
+struct catalog {
+  std::vector<kernel_info> kernels;
+  std::map<std::string, knob_space> spaces; // by knob section
+  const kernel_info& kernel(const std::string& name) const;
+  static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
+};
+
+struct tune_options {
+  std::string shape;            // canonical
+  std::string isa = "avx512";   // avx512 | avx2 | sse41
+  double budget_s = 300;
+  int max_trials = 1000;
+  int threads = 0;              // 0: all cores
+  int samples = 7;
+  double min_sample_ms = 20;
+  double candidate_timeout_s = 180;
+  unsigned seed = 1;
+  int initial_random = 6;
+};
+
+std::string target_of_isa(const std::string& isa); // Halide target string
+knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
+
+// Measures one candidate (compile, link, verify, time) and returns its record.
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source);
+
+struct tune_result {
+  record best, defaults;
+  int trials = 0, failed = 0;
+};
+// Searches until the budget or the trial count is spent; resumes from the database.
+tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel, const tune_options& o,
+                 const database& db, const hardware& hw);
+
+std::string knobs_text(const knob_set& k); // "a=1,b=2"
+
+} // namespace halformer::tuner
