@@ -1,0 +1,132 @@
+// The tuner's guarantees: a wrong candidate is recorded as such and never timed
+// or chosen; a crashing or hanging candidate is isolated in its child process and
+// recorded; a real candidate is verified and measured; database lookups are exact
+// on the hardware identity, and a miss falls back to the defaults, saying so.
+#include "database.hpp"
+#include "export_knobs.hpp"
+#include "tuner.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace fs = std::filesystem;
+using namespace halformer::tuner;
+
+namespace {
+struct temp_dir {
+  std::string path;
+  explicit temp_dir(const std::string& tag)
+      : path((fs::temp_directory_path() / ("halformer_tuner_" + tag + "_" + std::to_string(::getpid()))).string()) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~temp_dir() { fs::remove_all(path); }
+};
+
+toolchain real_tools(const std::string& work) {
+  toolchain t = toolchain::from_json_file(std::string(HALFORMER_SHARE) + "/tuner_paths.json");
+  t.work_dir = work;
+  return t;
+}
+catalog real_catalog() {
+  return catalog::from_json_files(std::string(HALFORMER_SHARE) + "/kernels.json",
+                                  std::string(HALFORMER_SHARE) + "/knob_spaces.json");
+}
+tune_options small_layernorm() {
+  tune_options o;
+  o.shape = canonical_shape("d_model=64,t=16,batch=2");
+  o.isa = "sse41";
+  o.samples = 3, o.min_sample_ms = 2, o.threads = 1, o.candidate_timeout_s = 20;
+  return o;
+}
+knob_set with_rows_per_task(int v) { return {{"rows_per_task", v}, {"vectorize_reductions", 1}, {"vectors", 1}}; }
+} // namespace
+
+TEST_CASE("wrong, crashing, hanging and uncompilable candidates are recorded, not chosen", "[tuner]") {
+  temp_dir work("fake");
+  toolchain t = real_tools(work.path);
+  t.generator = FAKE_GENERATOR;
+  const auto c = real_catalog();
+  const auto& k = c.kernel("layernorm");
+  auto o = small_layernorm();
+  o.candidate_timeout_s = 3;
+  const auto hw = this_machine();
+  CHECK(measure(t, k, with_rows_per_task(1), o, hw, "test").status == "wrong");
+  const auto crash = measure(t, k, with_rows_per_task(2), o, hw, "test");
+  CHECK(crash.status == "crash");
+  CHECK_THAT(crash.detail, Catch::Contains("signal"));
+  CHECK(measure(t, k, with_rows_per_task(4), o, hw, "test").status == "timeout");
+  CHECK(measure(t, k, with_rows_per_task(16), o, hw, "test").status == "compile_error");
+
+  // A whole search over such candidates survives them all and picks none.
+  database db(work.path + "/db");
+  o.budget_s = 30, o.max_trials = 8, o.candidate_timeout_s = 2;
+  const auto r = tune(t, c, "layernorm", o, db, hw);
+  CHECK(r.trials == 8);
+  CHECK(r.failed == 8);
+  CHECK(r.best.status.empty());
+  const auto records = db.load();
+  REQUIRE(records.size() == 8);
+  for (const auto& rec : records) CHECK_FALSE(rec.verified());
+}
+
+TEST_CASE("a real candidate is verified, then measured; tuning resumes from the database", "[tuner]") {
+  temp_dir work("real");
+  const toolchain t = real_tools(work.path);
+  const auto c = real_catalog();
+  auto o = small_layernorm();
+  const auto hw = this_machine();
+  const auto r = measure(t, c.kernel("layernorm"), with_rows_per_task(8), o, hw, "test");
+  INFO(r.detail);
+  REQUIRE(r.status == "ok");
+  CHECK(r.max_error <= 1e-4);
+  CHECK(r.median_ms > 0);
+  CHECK(r.min_ms <= r.median_ms);
+  CHECK(r.median_ms <= r.max_ms);
+
+  database db(work.path + "/db");
+  o.max_trials = 2, o.budget_s = 120;
+  const auto first = tune(t, c, "layernorm", o, db, hw);
+  CHECK(first.trials == 2);
+  const auto second = tune(t, c, "layernorm", o, db, hw); // resumes: 2 new candidates
+  CHECK(second.trials == 2);
+  std::set<knob_set> distinct;
+  for (const auto& rec : db.load()) distinct.insert(rec.knobs);
+  CHECK(distinct.size() == 4);
+  CHECK(first.defaults.verified()); // the hand defaults are always measured first
+}
+
+TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "[tuner][database]") {
+  temp_dir work("db");
+  database db(work.path);
+  record r;
+  r.kernel = "layernorm", r.knob_section = "layernorm", r.shape = "batch=8,d_model=512,t=128";
+  r.target = target_of_isa("avx512"), r.status = "ok", r.median_ms = 1.0;
+  r.knobs = {{"rows_per_task", 32}, {"vectorize_reductions", 0}, {"vectors", 4}};
+  r.hardware = "Some Other CPU|avx512f|64";
+  db.append(r);
+  const auto hw = this_machine();
+  CHECK_FALSE(db.best(r.kernel, r.shape, r.target, hw.key()).has_value());
+  CHECK(db.best(r.kernel, r.shape, r.target, r.hardware).has_value());
+
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k1.json");
+  CHECK(report.tuned.empty());
+  CHECK(std::find(report.defaulted.begin(), report.defaulted.end(), "layernorm.avx512") != report.defaulted.end());
+
+  r.hardware = hw.key(), r.median_ms = 2.0;
+  db.append(r);
+  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k2.json");
+  REQUIRE(report.tuned.size() == 1);
+  CHECK_THAT(report.tuned[0], Catch::StartsWith("layernorm.avx512"));
+  std::ifstream in(work.path + "/k2.json");
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["layernorm"]["avx512"]["rows_per_task"] == 32);
+  CHECK(j["layernorm"]["avx2"]["rows_per_task"] == 8); // another ISA: no record, default kept
+
+  std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
+  CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
+}
