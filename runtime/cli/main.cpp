@@ -8,6 +8,7 @@
 #include "hf_all.h"
 #include "presets.hpp"
 #include "tuner.hpp"
+#include "build_lib.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -233,6 +234,18 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")->check(CLI::Range(1.0, 3600.0));
   tune_cmd->add_option("--seed", to.seed, "search seed");
 
+  tuner::build_lib_options bo;
+  bo.db_dir = build_info::default_db;
+  std::string lib_targets = "x86", lib_kernels, lib_emit;
+  auto* lib_cmd = app.add_subcommand("build-lib", "write a static kernel library (.a + C headers) for Halide targets");
+  lib_cmd->add_option("--target", lib_targets,
+                      "x86 (AVX-512, AVX2, SSE4.1 with dispatch) or Halide target strings, comma-separated, most "
+                      "specialised first");
+  lib_cmd->add_option("--out", bo.out_dir, "output directory")->required();
+  lib_cmd->add_option("--db", bo.db_dir, "schedule database (this machine's tuned records are used)");
+  lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");
+  lib_cmd->add_option("--emit", lib_emit, "extra outputs per kernel: stmt, assembly, ...");
+
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
   info->add_option("--model", dir, "also describe this model");
 
@@ -247,6 +260,23 @@ int main(int argc, char** argv) {
     if (*fwd)
       return forward(dir, lo, src, tgt, out_logits, out_memory);
     if (*tune_cmd) return tune(tune_kernel, tune_preset, budget, db_dir, to);
+    if (*lib_cmd) {
+      auto split = [](const std::string& text) {
+        std::vector<std::string> v;
+        std::stringstream ss(text);
+        for (std::string item; std::getline(ss, item, ',');)
+          if (!item.empty()) v.push_back(item);
+        return v;
+      };
+      const std::string share = build_info::share_dir;
+      // A comma inside "x86,..." lists targets; Halide target strings use '-' only.
+      bo.targets = split(lib_targets), bo.kernels = split(lib_kernels), bo.emit = split(lib_emit);
+      fmt::print("{}\n", tuner::build_lib(tuner::toolchain::from_json_file(share + "/tuner_paths.json"),
+                                           tuner::catalog::from_json_files(share + "/kernels.json",
+                                                                           share + "/knob_spaces.json"),
+                                           bo));
+      return 0;
+    }
     if (*info) {
       fmt::print("{}\n", Model::kernel_info());
       fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);

@@ -2,6 +2,7 @@
 # spaces, one harness per kernel, and the paths `halformer tune` drives.
 set(tuner_dir ${CMAKE_SOURCE_DIR}/schedules/tuner)
 set(share ${CMAKE_BINARY_DIR}/share/halformer)
+get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES)
 
 # Search spaces, from the schedules' own knob declarations.
 add_executable(halformer_knob_spaces ${tuner_dir}/knob_spaces.cpp)
@@ -29,6 +30,9 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"harness_dir\": \"${CMAKE_BINARY_DIR}/lib\",
   \"runtime_lib\": \"$<TARGET_FILE:halformer_runtime>\",
   \"knob_file\": \"${HALFORMER_DEFAULT_KNOB_FILE}\",
-  \"work_dir\": \"${CMAKE_BINARY_DIR}/tuning\"
+  \"work_dir\": \"${CMAKE_BINARY_DIR}/tuning\",
+  \"isa_lib\": \"$<TARGET_FILE:halformer_isa>\",
+  \"kernel_header\": \"${CMAKE_SOURCE_DIR}/runtime/kernels/halformer_kernels.h\",
+  \"runtime_header\": \"${halide_include}/HalideRuntime.h\"
 }
 ")

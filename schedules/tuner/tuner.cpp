@@ -47,6 +47,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   toolchain t;
   t.generator = j.at("generator"), t.cxx = j.at("cxx"), t.harness_dir = j.at("harness_dir");
   t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
+  t.isa_lib = j.at("isa_lib"), t.kernel_header = j.at("kernel_header"), t.runtime_header = j.at("runtime_header");
   return t;
 }
 

@@ -21,6 +21,8 @@ struct toolchain {
   std::string runtime_lib;   // the Halide runtime candidates link against
   std::string knob_file;     // default knob values
   std::string work_dir;      // scratch for candidates
+  std::string isa_lib;       // ISA selection + error capture (runtime/kernels/isa.c)
+  std::string kernel_header, runtime_header; // halformer_kernels.h, HalideRuntime.h
   static toolchain from_json_file(const std::string& path);
 };
 

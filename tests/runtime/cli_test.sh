@@ -47,5 +47,7 @@ expect_error "expected an integer array" "$bin" forward --model "$model" --src "
 rm -rf "$tmp"
 
 "$bin" info | grep -q "kernel ISA" || fail "info"
+expect_error "no GPU schedules yet" "$bin" build-lib --target host-cuda --out "$(mktemp -d)"
+expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 echo "cli tests: $failures failures"
 exit $((failures != 0))
