@@ -15,6 +15,7 @@ public:
   Output<Buffer<float, 4>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     knob_values_ = knobs_for("attention", schedules::cpu::attention_knobs());
     ctx.options["kv_chunk"] = knob_values_["kv_chunk"];
     dsl::kernels::attention a;
@@ -26,7 +27,10 @@ public:
     ctx.bind(a.offset, offset);
     emit(ctx, ctx.lower(a.algorithm()), out);
   }
-  void schedule() { schedules::cpu::attention(ctx, out, get_target(), knob_values_); }
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+ schedules::cpu::attention(ctx, out, get_target(), knob_values_); }
 
 private:
   dsl::lowering ctx;

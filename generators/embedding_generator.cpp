@@ -13,6 +13,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     dsl::kernels::embedding k;
     ctx.bind(k.table, table);
     ctx.bind(k.ids, ids);
@@ -21,6 +22,9 @@ public:
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
   void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+
     schedules::cpu::embedding(ctx, out, get_target(), knobs_for("embedding", schedules::cpu::embedding_knobs()));
   }
 

@@ -16,6 +16,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     const std::string act = activation;
     if (act != "relu" && act != "gelu")
       throw std::runtime_error("activation must be relu or gelu, not " + act);
@@ -28,7 +29,10 @@ public:
     ctx.bind(k.b2, b2);
     emit(ctx, ctx.lower(k.algorithm(act == "relu" ? dsl::op::activation::relu : dsl::op::activation::gelu)), out);
   }
-  void schedule() { schedules::cpu::ffn(ctx, out, get_target(), knobs_for("ffn", schedules::cpu::ffn_knobs())); }
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+ schedules::cpu::ffn(ctx, out, get_target(), knobs_for("ffn", schedules::cpu::ffn_knobs())); }
 
 private:
   dsl::lowering ctx;

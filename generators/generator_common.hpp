@@ -13,6 +13,9 @@
 #define HALFORMER_KNOB_PARAMS                                                                                          \
   GeneratorParam<std::string> knob_file{"knob_file", ""};                                                              \
   GeneratorParam<std::string> knobs{"knobs", ""};                                                                      \
+  /* "t:128/batch:8/...": extent estimates by dimension, for autoschedulers */                                         \
+  GeneratorParam<std::string> estimates{"estimates", ""};                                                              \
+  void use_estimates(halformer::dsl::lowering& c) { c.estimates = halformer::schedules::parse_overrides(estimates); }   \
   halformer::schedules::knob_values knobs_for(const std::string& kernel,                                               \
                                               const std::vector<halformer::schedules::knob_decl>& decls) {             \
     return halformer::schedules::load_knobs(kernel, decls, get_target(), knob_file, knobs);                            \
@@ -29,6 +32,8 @@ template <class Output> void emit(dsl::lowering& ctx, const dsl::lowered& l, Out
   for (std::size_t i = 0; i < l.dims.size(); ++i) {
     out.dim(i).set_min(0);
     out.dim(i).set_extent(ctx.extent(l.dims[i]));
+    if (auto e = ctx.estimates.find(l.dims[i]); e != ctx.estimates.end())
+      out.dim(i).set_estimate(0, e->second);
   }
 }
 

@@ -35,12 +35,16 @@ public:
   Output<Buffer<float, 4>> q{"q"}, k{"k"}, v{"v"};
 
   void generate() {
+    use_estimates(p.ctx);
     p.input(x);
     p.add("q", w_q, b_q, q);
     p.add("k", w_k, b_k, k);
     p.add("v", w_v, b_v, v);
   }
-  void schedule() { p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+ p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
 
 private:
   projection_set p;
@@ -55,11 +59,15 @@ public:
   Output<Buffer<float, 4>> k{"k"}, v{"v"};
 
   void generate() {
+    use_estimates(p.ctx);
     p.input(x);
     p.add("k", w_k, b_k, k);
     p.add("v", w_v, b_v, v);
   }
-  void schedule() { p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+ p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
 
 private:
   projection_set p;
@@ -74,10 +82,14 @@ public:
   Output<Buffer<float, 4>> q{"q"};
 
   void generate() {
+    use_estimates(p.ctx);
     p.input(x);
     p.add("q", w_q, b_q, q);
   }
-  void schedule() { p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+ p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
 
 private:
   projection_set p;

@@ -14,6 +14,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     dsl::kernels::layernorm k;
     ctx.bind(k.x, x);
     ctx.bind(k.gamma, gamma);
@@ -22,6 +23,9 @@ public:
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
   void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+
     schedules::cpu::layernorm(ctx, out, get_target(), knobs_for("layernorm", schedules::cpu::row_knobs()));
   }
 
@@ -40,6 +44,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     dsl::kernels::layernorm k;
     ctx.bind(k.x, x);
     ctx.bind(k.residual, residual);
@@ -49,6 +54,9 @@ public:
     emit(ctx, ctx.lower(k.algorithm_with_residual()), out);
   }
   void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+
     schedules::cpu::layernorm(ctx, out, get_target(), knobs_for("layernorm", schedules::cpu::row_knobs()));
   }
 

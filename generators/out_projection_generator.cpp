@@ -13,6 +13,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
+    use_estimates(ctx);
     dsl::kernels::out_projection k;
     ctx.bind(k.a, a);
     ctx.bind(k.w, w);
@@ -21,6 +22,9 @@ public:
     emit(ctx, ctx.lower(k.algorithm()), out);
   }
   void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+
     schedules::cpu::out_projection(ctx, out, get_target(), knobs_for("out_projection", schedules::cpu::gemm_knobs()));
   }
 

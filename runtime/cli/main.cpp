@@ -9,11 +9,13 @@
 #include "presets.hpp"
 #include "tuner.hpp"
 #include "build_lib.hpp"
+#include "compare.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -151,6 +153,20 @@ double seconds_of(const std::string& text) {
   throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
 }
 
+std::string best_isa() {
+  return halformer_cpu_supports("avx512") ? "avx512" : halformer_cpu_supports("avx2") ? "avx2" : "sse41";
+}
+
+// The ISA to tune or compare: this CPU's best unless one is asked for.
+std::string resolve_isa(const std::string& asked) {
+  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
+  if (asked.empty() || asked == "auto") return best_isa();
+  if (asked != "avx512" && asked != "avx2" && asked != "sse41")
+    throw error("--isa must be avx512, avx2 or sse41, not '" + asked + "'");
+  if (!halformer_cpu_supports(asked.c_str())) throw error("this CPU cannot run " + asked + " code");
+  return asked;
+}
+
 int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
          const std::string& db_dir, tuner::tune_options o) {
   const std::string share = build_info::share_dir;
@@ -159,8 +175,7 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
   const auto hw = tuner::this_machine();
   const tuner::database db(db_dir);
   o.budget_s = seconds_of(budget);
-  if (o.isa.empty() || o.isa == "auto") o.isa = Model::kernel_info().find("avx512") != std::string::npos && halformer_cpu_supports("avx512") ? "avx512" : halformer_cpu_supports("avx2") ? "avx2" : "sse41";
-  if (!halformer_cpu_supports(o.isa.c_str())) throw error("this CPU cannot run " + o.isa + " code");
+  o.isa = resolve_isa(o.isa);
   std::vector<std::pair<std::string, std::string>> jobs;
   if (!preset_name.empty()) {
     for (const auto& e : tuner::preset(preset_name)) jobs.emplace_back(e.kernel, e.shape);
@@ -181,6 +196,54 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
     if (r.defaults.verified()) fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
     fmt::print("\n");
   }
+  return 0;
+}
+
+int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
+            const std::string& preset_name) {
+  const std::string share = build_info::share_dir;
+  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
+  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
+  const auto hw = tuner::this_machine();
+  o.measure.isa = resolve_isa(o.measure.isa);
+  if (!schedules.empty()) {
+    o.schedules.clear();
+    std::stringstream ss(schedules);
+    for (std::string s; std::getline(ss, s, ',');) o.schedules.push_back(s);
+  }
+  std::vector<std::pair<std::string, std::string>> jobs;
+  if (all)
+    for (const auto& e : tuner::preset(preset_name)) jobs.emplace_back(e.kernel, e.shape);
+  else if (o.kernel.empty() || o.shape.empty())
+    throw error("compare needs --kernel and --shape, or --all");
+  else
+    jobs.emplace_back(o.kernel, tuner::canonical_shape(o.shape));
+  const double peak = tuner::fma_peak_gflops(o.measure.isa, o.measure.threads);
+  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
+             o.measure.threads > 0 ? o.measure.threads : int(std::thread::hardware_concurrency()));
+  std::string summary = fmt::format("{:<16} {:<44} {:>10} {:>10} {:>12} {:>10}\n", "kernel", "shape", "default ms",
+                                    "tuned ms", "best auto ms", "blas ms");
+  for (const auto& [k, shape] : jobs) {
+    o.kernel = k, o.shape = shape;
+    const auto rows = tuner::compare(tools, cat, o, hw);
+    const std::string title = k + " " + shape + " (" + o.measure.isa + ")";
+    fmt::print("\n{}", tuner::table(title, rows, peak));
+    std::string name = k + "_" + shape;
+    std::replace(name.begin(), name.end(), ',', '_');
+    std::replace(name.begin(), name.end(), '=', '-');
+    tuner::write_reports(out_dir, name, title, rows, peak);
+    auto ms = [&](const std::string& which) {
+      double best = 0;
+      for (const auto& r : rows)
+        if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)))
+          best = best == 0 ? r.r.median_ms : std::min(best, r.r.median_ms);
+      return best > 0 ? fmt::format("{:.4g}", best) : std::string("-");
+    };
+    summary += fmt::format("{:<16} {:<44} {:>10} {:>10} {:>12} {:>10}\n", k, shape, ms("default"), ms("tuned"),
+                           ms("auto"), ms("blas"));
+  }
+  if (jobs.size() > 1) fmt::print("\nsummary (median ms; '-': not measured or not verified)\n{}", summary);
+  fmt::print("\nreports (CSV, JSON, SVG) in {}\n", out_dir);
   return 0;
 }
 
@@ -217,6 +280,7 @@ int main(int argc, char** argv) {
   fwd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
 
   tuner::tune_options to;
+  to.isa = ""; // this CPU's best unless --isa
   std::string tune_kernel, tune_preset, db_dir = build_info::default_db, budget = "5m";
   auto* tune_cmd = app.add_subcommand("tune", "search schedule knobs for this machine, measuring every candidate");
   auto* kernel_opt = tune_cmd->add_option("--kernel", tune_kernel, "kernel to tune (e.g. attention, ffn_relu)");
@@ -246,6 +310,24 @@ int main(int argc, char** argv) {
   lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");
   lib_cmd->add_option("--emit", lib_emit, "extra outputs per kernel: stmt, assembly, ...");
 
+  tuner::compare_options co;
+  co.measure.isa = "";
+  co.db_dir = build_info::default_db;
+  std::string cmp_schedules, cmp_out = "compare-results", cmp_preset;
+  bool cmp_all = false;
+  auto* cmp_cmd = app.add_subcommand("compare", "benchmark schedules side by side: default, tuned, autoschedulers, BLAS");
+  auto* cmp_kernel = cmp_cmd->add_option("--kernel", co.kernel, "kernel");
+  cmp_cmd->add_option("--shape", co.shape, "shape, as for tune");
+  cmp_cmd->add_option("--schedules", cmp_schedules, "default,tuned,adams2019,mullapudi2016,li2018,blas (default: all)");
+  cmp_cmd->add_flag("--all", cmp_all, "every kernel at the preset's shapes, then a summary")->excludes(cmp_kernel);
+  cmp_cmd->add_option("--preset", cmp_preset, "shapes for --all (default transformer-base)");
+  cmp_cmd->add_option("--db", co.db_dir, "schedule database (tuned rows)");
+  cmp_cmd->add_option("--out", cmp_out, "directory for CSV, JSON and SVG reports");
+  cmp_cmd->add_option("--isa", co.measure.isa, "avx512, avx2 or sse41");
+  cmp_cmd->add_option("--threads", co.measure.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmp_cmd->add_option("--samples", co.measure.samples, "timing samples")->check(CLI::Range(1, 1000));
+  cmp_cmd->add_option("--min-ms", co.measure.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
+
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
   info->add_option("--model", dir, "also describe this model");
 
@@ -260,6 +342,7 @@ int main(int argc, char** argv) {
     if (*fwd)
       return forward(dir, lo, src, tgt, out_logits, out_memory);
     if (*tune_cmd) return tune(tune_kernel, tune_preset, budget, db_dir, to);
+    if (*cmp_cmd) return compare(co, cmp_schedules, cmp_out, cmp_all, cmp_preset.empty() ? "transformer-base" : cmp_preset);
     if (*lib_cmd) {
       auto split = [](const std::string& text) {
         std::vector<std::string> v;

@@ -23,6 +23,11 @@ foreach (k IN LISTS HALFORMER_KERNELS)
 endforeach ()
 add_custom_target(tuner_harnesses ALL DEPENDS ${harnesses})
 
+# The BLAS baseline (OpenBLAS sgemm at the kernels' GEMM shapes) for `compare`.
+find_package(BLAS REQUIRED)
+add_executable(blas_harness ${tuner_dir}/blas_harness.cpp)
+target_link_libraries(blas_harness PRIVATE BLAS::BLAS)
+
 # Where everything is, for `halformer tune`.
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"generator\": \"$<TARGET_FILE:halformer.generators>\",
@@ -33,6 +38,8 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"work_dir\": \"${CMAKE_BINARY_DIR}/tuning\",
   \"isa_lib\": \"$<TARGET_FILE:halformer_isa>\",
   \"kernel_header\": \"${CMAKE_SOURCE_DIR}/runtime/kernels/halformer_kernels.h\",
-  \"runtime_header\": \"${halide_include}/HalideRuntime.h\"
+  \"runtime_header\": \"${halide_include}/HalideRuntime.h\",
+  \"autoscheduler_dir\": \"$<TARGET_FILE_DIR:Halide::Adams2019>\",
+  \"blas_harness\": \"$<TARGET_FILE:blas_harness>\"
 }
 ")

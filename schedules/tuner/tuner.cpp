@@ -48,6 +48,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   t.generator = j.at("generator"), t.cxx = j.at("cxx"), t.harness_dir = j.at("harness_dir");
   t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
   t.isa_lib = j.at("isa_lib"), t.kernel_header = j.at("kernel_header"), t.runtime_header = j.at("runtime_header");
+  t.autoscheduler_dir = j.at("autoscheduler_dir"), t.blas_harness = j.at("blas_harness");
   return t;
 }
 
@@ -99,7 +100,7 @@ std::string knobs_text(const knob_set& k) {
 }
 
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source) {
+               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
   record r;
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
   r.hardware = hw.key(), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
@@ -112,6 +113,7 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                                "-o", dir, "target=" + r.target + "-no_runtime", "knob_file=" + t.knob_file,
                                "knobs=" + generator_knobs(knobs)};
   gen.insert(gen.end(), k.params.begin(), k.params.end());
+  gen.insert(gen.end(), generator_args.begin(), generator_args.end());
   auto fail = [&](const std::string& status, const process_result& p) {
     fs::remove_all(dir);
     r.status = status;

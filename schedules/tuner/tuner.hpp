@@ -23,6 +23,8 @@ struct toolchain {
   std::string work_dir;      // scratch for candidates
   std::string isa_lib;       // ISA selection + error capture (runtime/kernels/isa.c)
   std::string kernel_header, runtime_header; // halformer_kernels.h, HalideRuntime.h
+  std::string autoscheduler_dir;             // libautoschedule_*.so
+  std::string blas_harness;                  // the BLAS baseline's measuring program
   static toolchain from_json_file(const std::string& path);
 };
 
@@ -57,8 +59,9 @@ std::string target_of_isa(const std::string& isa); // Halide target string
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
 
 // Measures one candidate (compile, link, verify, time) and returns its record.
+// `generator_args` are extra generator arguments (e.g. an autoscheduler plugin).
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source);
+               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args = {});
 
 struct tune_result {
   record best, defaults;

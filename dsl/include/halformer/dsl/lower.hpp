@@ -31,6 +31,9 @@ class lowering {
 public:
   // Algorithm parameters that shape the graph (e.g. attention's key-chunk size).
   std::map<std::string, int> options;
+  // Extent estimates per dimension symbol (and values per scalar param name) for
+  // Halide's autoschedulers; empty for hand-scheduled builds.
+  std::map<std::string, int> estimates;
 
   // ---- binding --------------------------------------------------------------------
 
@@ -44,12 +47,25 @@ public:
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string dim{names[i]};
       buf.dim(i).set_min(0);
+      if (auto est = estimates.find(dim); est != estimates.end())
+        buf.dim(i).set_estimate(0, est->second);
       if (auto e = extents_.find(dim); e != extents_.end())
         buf.dim(i).set_extent(e->second);
       else
         extents_[dim] = buf.dim(i).extent();
     }
     inputs_[leaf.op.name] = lowered{Halide::Func(buf), {names.begin(), names.end()}};
+  }
+
+  // A scalar generator Input: bound, and given an estimate when autoscheduling.
+  template <class Op, class In>
+    requires requires(In& in) { in.set_estimate(typename In::TBase{}); }
+  void bind(const tensor<Op, hana::tuple<>>& leaf, In& in) {
+    if (!estimates.empty()) {
+      auto e = estimates.find(leaf.op.name);
+      in.set_estimate(typename In::TBase(e != estimates.end() ? e->second : 0));
+    }
+    bind(leaf, Halide::Expr(in));
   }
 
   template <class Op> void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::Expr value) {

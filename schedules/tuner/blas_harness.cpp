@@ -1,0 +1,79 @@
+// The BLAS baseline of `halformer compare`: the same GEMMs a GEMM-shaped kernel
+// performs (e.g. FFN: x.W1 then h.W2), with OpenBLAS sgemm, measured like the
+// kernels (warm-up, samples of at least --min-ms, inputs rotated over >= 64 MiB).
+//   blas_harness "M,N,K;M,N,K..." [--threads N] [--samples S] [--min-ms M]
+// Prints one JSON object.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern "C" {
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+void openblas_set_num_threads(int);
+}
+enum { RowMajor = 101, NoTrans = 111 };
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  struct gemm {
+    int m, n, k;
+  };
+  std::vector<gemm> gemms;
+  std::stringstream ss(argv[1]);
+  for (std::string g; std::getline(ss, g, ';');) {
+    gemm x{};
+    if (std::sscanf(g.c_str(), "%d,%d,%d", &x.m, &x.n, &x.k) != 3) return 2;
+    gemms.push_back(x);
+  }
+  int threads = 0, samples = 7;
+  double min_ms = 20;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--threads") threads = std::stoi(argv[i + 1]);
+    else if (a == "--samples") samples = std::stoi(argv[i + 1]);
+    else if (a == "--min-ms") min_ms = std::stod(argv[i + 1]);
+  }
+  if (threads > 0) openblas_set_num_threads(threads);
+  std::size_t per_set = 0;
+  double flops = 0;
+  for (const auto& g : gemms) {
+    per_set += std::size_t(g.m) * g.k + std::size_t(g.k) * g.n + std::size_t(g.m) * g.n;
+    flops += 2.0 * g.m * g.n * g.k;
+  }
+  const std::size_t sets = std::clamp<std::size_t>((64u << 20) / (per_set * 4) + 1, 1, 32);
+  std::vector<std::vector<float>> data(sets, std::vector<float>(per_set));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> n;
+  for (auto& d : data)
+    for (auto& v : d) v = n(rng);
+  std::size_t next = 0;
+  auto run = [&] {
+    float* p = data[next++ % sets].data();
+    for (const auto& g : gemms) {
+      float *a = p, *b = a + std::size_t(g.m) * g.k, *c = b + std::size_t(g.k) * g.n;
+      cblas_sgemm(RowMajor, NoTrans, NoTrans, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, c, g.n);
+      p = c + std::size_t(g.m) * g.n;
+    }
+  };
+  for (int w = 0; w < 3; ++w) run();
+  std::vector<double> t;
+  for (int s = 0; s < samples; ++s) {
+    int reps = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    double ms = 0;
+    do {
+      run();
+      ++reps;
+      ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    } while (ms < min_ms);
+    t.push_back(ms / reps);
+  }
+  std::sort(t.begin(), t.end());
+  std::printf("{\"status\": \"ok\", \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, \"gflops\": %.4g}\n",
+              t[t.size() / 2], t.front(), t.back(), flops / t[t.size() / 2] / 1e6);
+}

@@ -1,0 +1,217 @@
+#include "compare.hpp"
+
+#include "halformer/error.hpp"
+#include "process.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace halformer::tuner {
+
+namespace {
+std::map<std::string, int> shape_map(const std::string& shape) {
+  std::map<std::string, int> m;
+  std::stringstream ss(shape);
+  for (std::string kv; std::getline(ss, kv, ',');) m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  return m;
+}
+
+// Autoscheduler estimates: the shape's extents under the DSL's dimension names.
+std::string estimates_of(const std::string& shape) {
+  auto m = shape_map(shape);
+  if (m.count("d_k") && m.count("heads")) m["d_model"] = m["d_k"] * m["heads"];
+  if (m.count("n")) m["tk"] = m["n"], m.erase("n");
+  if (!m.count("tk") && m.count("t")) m["tk"] = m["t"];
+  m.erase("causal");
+  std::string s;
+  for (const auto& [k, v] : m) s += (s.empty() ? "" : "/") + k + ":" + std::to_string(v);
+  return s;
+}
+
+// The GEMMs (M, N, K) a GEMM-shaped kernel performs; empty for the others.
+std::string gemms_of(const std::string& kernel, const std::string& shape) {
+  auto m = shape_map(shape);
+  const int rows = m["t"] * m["batch"];
+  auto g = [&](int n, int k, int times) {
+    std::string s;
+    for (int i = 0; i < times; ++i) s += (s.empty() ? "" : ";") + std::to_string(rows) + "," + std::to_string(n) + "," + std::to_string(k);
+    return s;
+  };
+  const int d = m.count("d_k") ? m["d_k"] * m["heads"] : m["d_model"];
+  if (kernel == "qkv_projection") return g(d, d, 3);
+  if (kernel == "kv_projection") return g(d, d, 2);
+  if (kernel == "q_projection" || kernel == "out_projection") return g(d, d, 1);
+  if (kernel == "ffn_relu" || kernel == "ffn_gelu") return g(m["d_ff"], d, 1) + ";" + g(d, m["d_ff"], 1);
+  if (kernel == "logits") return g(m["vocab"], d, 1);
+  return "";
+}
+
+__attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
+  __m512 a[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_ps(float(i));
+  const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+  __m512 s = a[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, a[i]);
+  *sink = _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
+  __m256 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(float(i));
+  const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+  float out[8];
+  __m256 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  _mm256_storeu_ps(out, s);
+  *sink = out[0];
+}
+} // namespace
+
+double fma_peak_gflops(const std::string& isa, int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const bool wide = isa == "avx512";
+  const long iters = 20'000'000;
+  const double flops_per_thread = double(iters) * (wide ? 16 * 16 : 12 * 8) * 2;
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> pool;
+    std::vector<float> sink(static_cast<std::size_t>(threads));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < threads; ++i)
+      pool.emplace_back([&, i] { wide ? fma_avx512(iters, &sink[i]) : fma_avx2(iters, &sink[i]); });
+    for (auto& p : pool) p.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, flops_per_thread * threads / s / 1e9);
+  }
+  return best;
+}
+
+std::vector<compare_row> compare(const toolchain& t, const catalog& c, const compare_options& o, const hardware& hw) {
+  const kernel_info& k = c.kernel(o.kernel);
+  tune_options m = o.measure;
+  m.shape = canonical_shape(o.shape);
+  const database db(o.db_dir);
+  const std::string target = target_of_isa(m.isa);
+  std::vector<compare_row> rows;
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string parallelism = std::to_string(m.threads > 0 ? m.threads : cores);
+  for (const auto& s : o.schedules) {
+    compare_row row{s, {}, ""};
+    std::fprintf(stderr, "[compare %s %s] measuring %s...\n", k.name.c_str(), m.shape.c_str(), s.c_str());
+    if (s == "default") {
+      row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
+    } else if (s == "tuned") {
+      const auto best = db.best(k.name, m.shape, target, hw.key());
+      if (!best) {
+        row.note = "no tuned record for this kernel, shape and machine";
+      } else {
+        row.r = measure(t, k, best->knobs, m, hw, "tuned"); // re-measured in this run
+      }
+    } else if (s == "adams2019" || s == "mullapudi2016" || s == "li2018") {
+      const std::string name = s == "adams2019" ? "Adams2019" : s == "mullapudi2016" ? "Mullapudi2016" : "Li2018";
+      row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "autoscheduler:" + name,
+                      {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
+                       "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
+    } else if (s == "blas") {
+      const std::string gemms = gemms_of(k.name, m.shape);
+      if (gemms.empty()) {
+        row.note = "not GEMM-shaped";
+      } else {
+        const auto p = run_process({t.blas_harness, gemms, "--threads", parallelism, "--samples",
+                                    std::to_string(m.samples), "--min-ms", std::to_string(m.min_sample_ms)},
+                                   m.candidate_timeout_s);
+        try {
+          const auto j = nlohmann::json::parse(p.out);
+          row.r.status = "ok", row.r.source = "OpenBLAS sgemm " + gemms;
+          row.r.median_ms = j.at("median_ms"), row.r.min_ms = j.at("min_ms"), row.r.max_ms = j.at("max_ms");
+          row.r.gflops = j.at("gflops");
+        } catch (const std::exception&) {
+          row.r.status = "crash", row.r.detail = p.describe() + ": " + p.err;
+        }
+      }
+    } else {
+      throw error("unknown schedule '" + s + "' (default, tuned, adams2019, mullapudi2016, li2018, blas)");
+    }
+    if (!row.r.status.empty() && !row.r.verified()) row.note = row.r.status + ": " + row.r.detail.substr(0, 200);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string table(const std::string& title, const std::vector<compare_row>& rows, double peak) {
+  const compare_row* base = nullptr;
+  for (const auto& r : rows)
+    if (r.schedule == "default" && r.r.verified()) base = &r;
+  std::string out = title + "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-14s %-9s %10s %22s %9s %8s %8s %9s\n", "schedule", "verified", "median ms",
+                "min-max ms", "GFLOP/s", "GB/s", "% peak", "vs default");
+  out += line;
+  for (const auto& r : rows) {
+    if (!r.r.verified()) {
+      std::snprintf(line, sizeof line, "%-14s %-9s %s\n", r.schedule.c_str(), r.r.status.empty() ? "-" : "no",
+                    r.note.c_str());
+    } else {
+      const bool blas = r.schedule == "blas";
+      std::snprintf(line, sizeof line, "%-14s %-9s %10.4g %10.4g - %-10.4g %9.1f %8s %7.1f%% %8.2fx\n",
+                    r.schedule.c_str(), blas ? "n/a" : "yes", r.r.median_ms, r.r.min_ms, r.r.max_ms, r.r.gflops,
+                    blas ? "-" : std::to_string(int(r.r.gbps)).c_str(), peak > 0 ? 100 * r.r.gflops / peak : 0.0,
+                    base ? base->r.median_ms / r.r.median_ms : 0.0);
+    }
+    out += line;
+  }
+  return out;
+}
+
+void write_reports(const std::string& dir, const std::string& name, const std::string& title,
+                   const std::vector<compare_row>& rows, double peak) {
+  std::filesystem::create_directories(dir);
+  std::ofstream csv(dir + "/" + name + ".csv");
+  csv << "schedule,verified,median_ms,min_ms,max_ms,gflops,gbps,percent_of_peak,note\n";
+  nlohmann::json j = {{"title", title}, {"fma_peak_gflops", peak}, {"rows", nlohmann::json::array()}};
+  for (const auto& r : rows) {
+    csv << r.schedule << "," << (r.r.verified() ? "yes" : "no") << "," << r.r.median_ms << "," << r.r.min_ms << ","
+        << r.r.max_ms << "," << r.r.gflops << "," << r.r.gbps << "," << (peak > 0 ? 100 * r.r.gflops / peak : 0)
+        << ",\"" << r.note << "\"\n";
+    j["rows"].push_back({{"schedule", r.schedule}, {"record", r.r.to_json()}, {"note", r.note}});
+  }
+  std::ofstream(dir + "/" + name + ".json") << j.dump(1) << "\n";
+  // SVG: one horizontal bar per schedule (median), whisker min-max.
+  double most = 0;
+  for (const auto& r : rows)
+    if (r.r.verified()) most = std::max(most, r.r.max_ms);
+  const int bar_h = 26, left = 130, width = 520, top = 40;
+  std::ofstream svg(dir + "/" + name + ".svg");
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 140 << "' height='"
+      << top + bar_h * int(rows.size()) + 30 << "' font-family='sans-serif' font-size='12'>\n"
+      << "<text x='10' y='20' font-size='14'>" << title << " (median ms, whiskers min-max; shorter is faster)</text>\n";
+  int y = top;
+  for (const auto& r : rows) {
+    svg << "<text x='10' y='" << y + 17 << "'>" << r.schedule << "</text>\n";
+    if (r.r.verified() && most > 0) {
+      const double w = width * r.r.median_ms / most, lo = width * r.r.min_ms / most, hi = width * r.r.max_ms / most;
+      svg << "<rect x='" << left << "' y='" << y + 4 << "' width='" << w << "' height='" << bar_h - 8
+          << "' fill='" << (r.schedule == "tuned" ? "#2a7" : r.schedule == "blas" ? "#888" : "#47a") << "'/>\n"
+          << "<line x1='" << left + lo << "' x2='" << left + hi << "' y1='" << y + bar_h / 2 << "' y2='"
+          << y + bar_h / 2 << "' stroke='black'/>\n"
+          << "<text x='" << left + hi + 6 << "' y='" << y + 17 << "'>" << r.r.median_ms << " ms</text>\n";
+    } else {
+      svg << "<text x='" << left << "' y='" << y + 17 << "' fill='#a33'>" << (r.note.empty() ? "-" : r.note.substr(0, 70))
+          << "</text>\n";
+    }
+    y += bar_h;
+  }
+  svg << "</svg>\n";
+}
+
+} // namespace halformer::tuner
