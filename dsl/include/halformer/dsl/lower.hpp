@@ -58,12 +58,12 @@ public:
   }
 
   // A scalar generator Input: bound, and given an estimate when autoscheduling.
-  template <class Op, class In>
-    requires requires(In& in) { in.set_estimate(typename In::TBase{}); }
-  void bind(const tensor<Op, hana::tuple<>>& leaf, In& in) {
+  template <class Op, class T>
+    requires std::is_arithmetic_v<T>
+  void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::GeneratorInput<T>& in) {
     if (!estimates.empty()) {
       auto e = estimates.find(leaf.op.name);
-      in.set_estimate(typename In::TBase(e != estimates.end() ? e->second : 0));
+      in.set_estimate(T(e != estimates.end() ? e->second : 0));
     }
     bind(leaf, Halide::Expr(in));
   }
