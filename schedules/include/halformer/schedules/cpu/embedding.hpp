@@ -16,6 +16,13 @@ inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::
   Halide::Var row("row");
   detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
   ctx.stage("rows_ids").compute_root();
+  // Positions depend on (d_model, t) only: computed once, vectorised, and shared
+  // by every batch row, instead of a sin or cos per output element (compare
+  // showed the autoschedulers doing this at 3.5x our speed before).
+  ctx.stage("positions")
+      .compute_root()
+      .vectorize(Halide::Var("d_model"), target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf)
+      .parallel(Halide::Var("t"));
 }
 
 } // namespace halformer::schedules::cpu
