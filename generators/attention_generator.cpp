@@ -15,7 +15,7 @@ public:
   Output<Buffer<float, 4>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "attention");
     knob_values_ = knobs_for("attention", schedules::cpu::attention_knobs());
     ctx.options["kv_chunk"] = knob_values_["kv_chunk"];
     dsl::kernels::attention a;
@@ -30,7 +30,8 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- schedules::cpu::attention(ctx, out, get_target(), knob_values_); }
+    schedules::cpu::attention(ctx, out, get_target(), knob_values_);
+  }
 
 private:
   dsl::lowering ctx;

@@ -13,7 +13,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "embedding");
     dsl::kernels::embedding k;
     ctx.bind(k.table, table);
     ctx.bind(k.ids, ids);

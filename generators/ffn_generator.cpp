@@ -16,7 +16,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "ffn");
     const std::string act = activation;
     if (act != "relu" && act != "gelu")
       throw std::runtime_error("activation must be relu or gelu, not " + act);
@@ -32,7 +32,8 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- schedules::cpu::ffn(ctx, out, get_target(), knobs_for("ffn", schedules::cpu::ffn_knobs())); }
+    schedules::cpu::ffn(ctx, out, get_target(), knobs_for("ffn", schedules::cpu::ffn_knobs()));
+  }
 
 private:
   dsl::lowering ctx;

@@ -15,7 +15,9 @@
   GeneratorParam<std::string> knobs{"knobs", ""};                                                                      \
   /* "t:128/batch:8/...": extent estimates by dimension, for autoschedulers */                                         \
   GeneratorParam<std::string> estimates{"estimates", ""};                                                              \
-  void use_estimates(halformer::dsl::lowering& c) { c.estimates = halformer::schedules::parse_overrides(estimates); }   \
+  void use_estimates(halformer::dsl::lowering& c, const std::string& /*knob section*/) {                               \
+    c.estimates = halformer::schedules::parse_overrides(estimates);                                                    \
+  }                                                                                                                    \
   halformer::schedules::knob_values knobs_for(const std::string& kernel,                                               \
                                               const std::vector<halformer::schedules::knob_decl>& decls) {             \
     return halformer::schedules::load_knobs(kernel, decls, get_target(), knob_file, knobs);                            \

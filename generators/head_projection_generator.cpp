@@ -35,7 +35,7 @@ public:
   Output<Buffer<float, 4>> q{"q"}, k{"k"}, v{"v"};
 
   void generate() {
-    use_estimates(p.ctx);
+    use_estimates(p.ctx, "head_projection");
     p.input(x);
     p.add("q", w_q, b_q, q);
     p.add("k", w_k, b_k, k);
@@ -44,7 +44,8 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+  }
 
 private:
   projection_set p;
@@ -59,7 +60,7 @@ public:
   Output<Buffer<float, 4>> k{"k"}, v{"v"};
 
   void generate() {
-    use_estimates(p.ctx);
+    use_estimates(p.ctx, "head_projection");
     p.input(x);
     p.add("k", w_k, b_k, k);
     p.add("v", w_v, b_v, v);
@@ -67,7 +68,8 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+  }
 
 private:
   projection_set p;
@@ -82,14 +84,15 @@ public:
   Output<Buffer<float, 4>> q{"q"};
 
   void generate() {
-    use_estimates(p.ctx);
+    use_estimates(p.ctx, "head_projection");
     p.input(x);
     p.add("q", w_q, b_q, q);
   }
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs())); }
+    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+  }
 
 private:
   projection_set p;

@@ -14,7 +14,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "layernorm");
     dsl::kernels::layernorm k;
     ctx.bind(k.x, x);
     ctx.bind(k.gamma, gamma);
@@ -44,7 +44,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "layernorm");
     dsl::kernels::layernorm k;
     ctx.bind(k.x, x);
     ctx.bind(k.residual, residual);

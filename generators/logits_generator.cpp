@@ -12,7 +12,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "logits");
     dsl::kernels::logits k;
     ctx.bind(k.x, x);
     ctx.bind(k.w, w);
@@ -22,7 +22,8 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
- schedules::cpu::logits(ctx, out, get_target(), knobs_for("logits", schedules::cpu::gemm_knobs())); }
+    schedules::cpu::logits(ctx, out, get_target(), knobs_for("logits", schedules::cpu::gemm_knobs()));
+  }
 
 private:
   dsl::lowering ctx;

@@ -13,7 +13,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "out_projection");
     dsl::kernels::out_projection k;
     ctx.bind(k.a, a);
     ctx.bind(k.w, w);

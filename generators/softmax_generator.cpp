@@ -15,7 +15,7 @@ public:
   Output<Buffer<float, 3>> out{"out"};
 
   void generate() {
-    use_estimates(ctx);
+    use_estimates(ctx, "softmax");
     dsl::kernels::softmax k;
     ctx.bind(k.x, x);
     ctx.bind(k.lengths, lengths);

@@ -3,22 +3,22 @@
 //   halformer forward  --model DIR --src SRC.npy --tgt TGT.npy --out-logits OUT.npy [--out-memory MEM.npy]
 //   halformer info     [--model DIR]
 #include "../src/npy.hpp"
+#include "build_lib.hpp"
+#include "compare.hpp"
 #include "halformer/model.hpp"
 #include "halformer_build_info.h"
 #include "hf_all.h"
 #include "presets.hpp"
 #include "tuner.hpp"
-#include "build_lib.hpp"
-#include "compare.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <fstream>
-#include <thread>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 using namespace halformer;
 namespace tuner = halformer::tuner;
@@ -147,9 +147,12 @@ double seconds_of(const std::string& text) {
     throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
   }
   const std::string unit = text.substr(used);
-  if (unit == "" || unit == "s") return v;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
+  if (unit == "" || unit == "s")
+    return v;
+  if (unit == "m")
+    return v * 60;
+  if (unit == "h")
+    return v * 3600;
   throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
 }
 
@@ -159,11 +162,14 @@ std::string best_isa() {
 
 // The ISA to tune or compare: this CPU's best unless one is asked for.
 std::string resolve_isa(const std::string& asked) {
-  if (halformer_kernels_init() != 0) throw error(halformer_last_error());
-  if (asked.empty() || asked == "auto") return best_isa();
+  if (halformer_kernels_init() != 0)
+    throw error(halformer_last_error());
+  if (asked.empty() || asked == "auto")
+    return best_isa();
   if (asked != "avx512" && asked != "avx2" && asked != "sse41")
     throw error("--isa must be avx512, avx2 or sse41, not '" + asked + "'");
-  if (!halformer_cpu_supports(asked.c_str())) throw error("this CPU cannot run " + asked + " code");
+  if (!halformer_cpu_supports(asked.c_str()))
+    throw error("this CPU cannot run " + asked + " code");
   return asked;
 }
 
@@ -178,9 +184,11 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
   o.isa = resolve_isa(o.isa);
   std::vector<std::pair<std::string, std::string>> jobs;
   if (!preset_name.empty()) {
-    for (const auto& e : tuner::preset(preset_name)) jobs.emplace_back(e.kernel, e.shape);
+    for (const auto& e : tuner::preset(preset_name))
+      jobs.emplace_back(e.kernel, e.shape);
   } else {
-    if (kernel.empty() || o.shape.empty()) throw error("tune needs --kernel and --shape, or --preset");
+    if (kernel.empty() || o.shape.empty())
+      throw error("tune needs --kernel and --shape, or --preset");
     jobs.emplace_back(kernel, tuner::canonical_shape(o.shape));
   }
   fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(), hw.key(), o.isa, db.file());
@@ -191,9 +199,10 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
       fmt::print("{} {}: no verified candidate in {} trials\n", k, shape, r.trials);
       continue;
     }
-    fmt::print("{} {}: best {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape, r.best.median_ms,
-               r.best.gflops, r.best.gbps, tuner::knobs_text(r.best.knobs));
-    if (r.defaults.verified()) fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
+    fmt::print("{} {}: best {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape, r.best.median_ms, r.best.gflops,
+               r.best.gbps, tuner::knobs_text(r.best.knobs));
+    if (r.defaults.verified())
+      fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
     fmt::print("\n");
   }
   return 0;
@@ -209,11 +218,13 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
   if (!schedules.empty()) {
     o.schedules.clear();
     std::stringstream ss(schedules);
-    for (std::string s; std::getline(ss, s, ',');) o.schedules.push_back(s);
+    for (std::string s; std::getline(ss, s, ',');)
+      o.schedules.push_back(s);
   }
   std::vector<std::pair<std::string, std::string>> jobs;
   if (all)
-    for (const auto& e : tuner::preset(preset_name)) jobs.emplace_back(e.kernel, e.shape);
+    for (const auto& e : tuner::preset(preset_name))
+      jobs.emplace_back(e.kernel, e.shape);
   else if (o.kernel.empty() || o.shape.empty())
     throw error("compare needs --kernel and --shape, or --all");
   else
@@ -242,7 +253,8 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
     summary += fmt::format("{:<16} {:<44} {:>10} {:>10} {:>12} {:>10}\n", k, shape, ms("default"), ms("tuned"),
                            ms("auto"), ms("blas"));
   }
-  if (jobs.size() > 1) fmt::print("\nsummary (median ms; '-': not measured or not verified)\n{}", summary);
+  if (jobs.size() > 1)
+    fmt::print("\nsummary (median ms; '-': not measured or not verified)\n{}", summary);
   fmt::print("\nreports (CSV, JSON, SVG) in {}\n", out_dir);
   return 0;
 }
@@ -292,10 +304,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   tune_cmd->add_option("--db", db_dir, "schedule database directory");
   tune_cmd->add_option("--isa", to.isa, "avx512, avx2 or sse41 (default: this CPU's best)");
-  tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")->check(CLI::Range(1, 1024));
+  tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")
+      ->check(CLI::Range(1, 1024));
   tune_cmd->add_option("--samples", to.samples, "timing samples per candidate")->check(CLI::Range(1, 1000));
   tune_cmd->add_option("--min-ms", to.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
-  tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")->check(CLI::Range(1.0, 3600.0));
+  tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")
+      ->check(CLI::Range(1.0, 3600.0));
   tune_cmd->add_option("--seed", to.seed, "search seed");
 
   tuner::build_lib_options bo;
@@ -315,7 +329,8 @@ int main(int argc, char** argv) {
   co.db_dir = build_info::default_db;
   std::string cmp_schedules, cmp_out = "compare-results", cmp_preset;
   bool cmp_all = false;
-  auto* cmp_cmd = app.add_subcommand("compare", "benchmark schedules side by side: default, tuned, autoschedulers, BLAS");
+  auto* cmp_cmd =
+      app.add_subcommand("compare", "benchmark schedules side by side: default, tuned, autoschedulers, BLAS");
   auto* cmp_kernel = cmp_cmd->add_option("--kernel", co.kernel, "kernel");
   cmp_cmd->add_option("--shape", co.shape, "shape, as for tune");
   cmp_cmd->add_option("--schedules", cmp_schedules, "default,tuned,adams2019,mullapudi2016,li2018,blas (default: all)");
@@ -341,30 +356,34 @@ int main(int argc, char** argv) {
       return run(dir, lo, o, input, batch);
     if (*fwd)
       return forward(dir, lo, src, tgt, out_logits, out_memory);
-    if (*tune_cmd) return tune(tune_kernel, tune_preset, budget, db_dir, to);
-    if (*cmp_cmd) return compare(co, cmp_schedules, cmp_out, cmp_all, cmp_preset.empty() ? "transformer-base" : cmp_preset);
+    if (*tune_cmd)
+      return tune(tune_kernel, tune_preset, budget, db_dir, to);
+    if (*cmp_cmd)
+      return compare(co, cmp_schedules, cmp_out, cmp_all, cmp_preset.empty() ? "transformer-base" : cmp_preset);
     if (*lib_cmd) {
       auto split = [](const std::string& text) {
         std::vector<std::string> v;
         std::stringstream ss(text);
         for (std::string item; std::getline(ss, item, ',');)
-          if (!item.empty()) v.push_back(item);
+          if (!item.empty())
+            v.push_back(item);
         return v;
       };
       const std::string share = build_info::share_dir;
       // A comma inside "x86,..." lists targets; Halide target strings use '-' only.
       bo.targets = split(lib_targets), bo.kernels = split(lib_kernels), bo.emit = split(lib_emit);
-      fmt::print("{}\n", tuner::build_lib(tuner::toolchain::from_json_file(share + "/tuner_paths.json"),
-                                           tuner::catalog::from_json_files(share + "/kernels.json",
-                                                                           share + "/knob_spaces.json"),
-                                           bo));
+      fmt::print("{}\n",
+                 tuner::build_lib(tuner::toolchain::from_json_file(share + "/tuner_paths.json"),
+                                  tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json"),
+                                  bo));
       return 0;
     }
     if (*info) {
       fmt::print("{}\n", Model::kernel_info());
       fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
       std::ifstream knob_in(build_info::knob_file);
-      if (!knob_in) throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
+      if (!knob_in)
+        throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
       const auto knobs = nlohmann::json::parse(knob_in);
       const std::string isa = halformer_active_isa();
       std::stringstream list(build_info::kernels); // "kernel=knob section,..."

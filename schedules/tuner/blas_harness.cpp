@@ -19,7 +19,8 @@ void openblas_set_num_threads(int);
 enum { RowMajor = 101, NoTrans = 111 };
 
 int main(int argc, char** argv) {
-  if (argc < 2) return 2;
+  if (argc < 2)
+    return 2;
   struct gemm {
     int m, n, k;
   };
@@ -27,18 +28,23 @@ int main(int argc, char** argv) {
   std::stringstream ss(argv[1]);
   for (std::string g; std::getline(ss, g, ';');) {
     gemm x{};
-    if (std::sscanf(g.c_str(), "%d,%d,%d", &x.m, &x.n, &x.k) != 3) return 2;
+    if (std::sscanf(g.c_str(), "%d,%d,%d", &x.m, &x.n, &x.k) != 3)
+      return 2;
     gemms.push_back(x);
   }
   int threads = 0, samples = 7;
   double min_ms = 20;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--threads") threads = std::stoi(argv[i + 1]);
-    else if (a == "--samples") samples = std::stoi(argv[i + 1]);
-    else if (a == "--min-ms") min_ms = std::stod(argv[i + 1]);
+    if (a == "--threads")
+      threads = std::stoi(argv[i + 1]);
+    else if (a == "--samples")
+      samples = std::stoi(argv[i + 1]);
+    else if (a == "--min-ms")
+      min_ms = std::stod(argv[i + 1]);
   }
-  if (threads > 0) openblas_set_num_threads(threads);
+  if (threads > 0)
+    openblas_set_num_threads(threads);
   std::size_t per_set = 0;
   double flops = 0;
   for (const auto& g : gemms) {
@@ -50,7 +56,8 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> n;
   for (auto& d : data)
-    for (auto& v : d) v = n(rng);
+    for (auto& v : d)
+      v = n(rng);
   std::size_t next = 0;
   auto run = [&] {
     float* p = data[next++ % sets].data();
@@ -60,7 +67,8 @@ int main(int argc, char** argv) {
       p = c + std::size_t(g.m) * g.n;
     }
   };
-  for (int w = 0; w < 3; ++w) run();
+  for (int w = 0; w < 3; ++w)
+    run();
   std::vector<double> t;
   for (int s = 0; s < samples; ++s) {
     int reps = 0;

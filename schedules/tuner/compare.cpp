@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -19,20 +20,9 @@ namespace {
 std::map<std::string, int> shape_map(const std::string& shape) {
   std::map<std::string, int> m;
   std::stringstream ss(shape);
-  for (std::string kv; std::getline(ss, kv, ',');) m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  for (std::string kv; std::getline(ss, kv, ',');)
+    m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
   return m;
-}
-
-// Autoscheduler estimates: the shape's extents under the DSL's dimension names.
-std::string estimates_of(const std::string& shape) {
-  auto m = shape_map(shape);
-  if (m.count("d_k") && m.count("heads")) m["d_model"] = m["d_k"] * m["heads"];
-  if (m.count("n")) m["tk"] = m["n"], m.erase("n");
-  if (!m.count("tk") && m.count("t")) m["tk"] = m["t"];
-  m.erase("causal");
-  std::string s;
-  for (const auto& [k, v] : m) s += (s.empty() ? "" : "/") + k + ":" + std::to_string(v);
-  return s;
 }
 
 // The GEMMs (M, N, K) a GEMM-shaped kernel performs; empty for the others.
@@ -41,44 +31,57 @@ std::string gemms_of(const std::string& kernel, const std::string& shape) {
   const int rows = m["t"] * m["batch"];
   auto g = [&](int n, int k, int times) {
     std::string s;
-    for (int i = 0; i < times; ++i) s += (s.empty() ? "" : ";") + std::to_string(rows) + "," + std::to_string(n) + "," + std::to_string(k);
+    for (int i = 0; i < times; ++i)
+      s += (s.empty() ? "" : ";") + std::to_string(rows) + "," + std::to_string(n) + "," + std::to_string(k);
     return s;
   };
   const int d = m.count("d_k") ? m["d_k"] * m["heads"] : m["d_model"];
-  if (kernel == "qkv_projection") return g(d, d, 3);
-  if (kernel == "kv_projection") return g(d, d, 2);
-  if (kernel == "q_projection" || kernel == "out_projection") return g(d, d, 1);
-  if (kernel == "ffn_relu" || kernel == "ffn_gelu") return g(m["d_ff"], d, 1) + ";" + g(d, m["d_ff"], 1);
-  if (kernel == "logits") return g(m["vocab"], d, 1);
+  if (kernel == "qkv_projection")
+    return g(d, d, 3);
+  if (kernel == "kv_projection")
+    return g(d, d, 2);
+  if (kernel == "q_projection" || kernel == "out_projection")
+    return g(d, d, 1);
+  if (kernel == "ffn_relu" || kernel == "ffn_gelu")
+    return g(m["d_ff"], d, 1) + ";" + g(d, m["d_ff"], 1);
+  if (kernel == "logits")
+    return g(m["vocab"], d, 1);
   return "";
 }
 
 __attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
   __m512 a[16];
-  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_ps(float(i));
+  for (int i = 0; i < 16; ++i)
+    a[i] = _mm512_set1_ps(float(i));
   const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
   for (long n = 0; n < iters; ++n)
-    for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    for (int i = 0; i < 16; ++i)
+      a[i] = _mm512_fmadd_ps(a[i], m, c);
   __m512 s = a[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, a[i]);
+  for (int i = 1; i < 16; ++i)
+    s = _mm512_add_ps(s, a[i]);
   *sink = _mm512_reduce_add_ps(s);
 }
 __attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
   __m256 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(float(i));
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm256_set1_ps(float(i));
   const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
   for (long n = 0; n < iters; ++n)
-    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm256_fmadd_ps(a[i], m, c);
   float out[8];
   __m256 s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  for (int i = 1; i < 12; ++i)
+    s = _mm256_add_ps(s, a[i]);
   _mm256_storeu_ps(out, s);
   *sink = out[0];
 }
 } // namespace
 
 double fma_peak_gflops(const std::string& isa, int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0)
+    threads = int(std::max(1u, std::thread::hardware_concurrency()));
   const bool wide = isa == "avx512";
   const long iters = 20'000'000;
   const double flops_per_thread = double(iters) * (wide ? 16 * 16 : 12 * 8) * 2;
@@ -89,7 +92,8 @@ double fma_peak_gflops(const std::string& isa, int threads) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < threads; ++i)
       pool.emplace_back([&, i] { wide ? fma_avx512(iters, &sink[i]) : fma_avx2(iters, &sink[i]); });
-    for (auto& p : pool) p.join();
+    for (auto& p : pool)
+      p.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, flops_per_thread * threads / s / 1e9);
   }
@@ -111,7 +115,13 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
     if (s == "default") {
       row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
     } else if (s == "tuned") {
-      const auto best = db.best(k.name, m.shape, target, hw.key());
+      // The build's notion of tuned: the fastest verified knob set (autoscheduler
+      // records are their own rows).
+      std::optional<record> best;
+      for (auto& r : db.load())
+        if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == target && r.hardware == hw.key() &&
+            autoscheduler_of(r.knobs).empty() && (!best || r.median_ms < best->median_ms))
+          best = std::move(r);
       if (!best) {
         row.note = "no tuned record for this kernel, shape and machine";
       } else {
@@ -142,7 +152,8 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
     } else {
       throw error("unknown schedule '" + s + "' (default, tuned, adams2019, mullapudi2016, li2018, blas)");
     }
-    if (!row.r.status.empty() && !row.r.verified()) row.note = row.r.status + ": " + row.r.detail.substr(0, 200);
+    if (!row.r.status.empty() && !row.r.verified())
+      row.note = row.r.status + ": " + row.r.detail.substr(0, 200);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -151,7 +162,8 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
 std::string table(const std::string& title, const std::vector<compare_row>& rows, double peak) {
   const compare_row* base = nullptr;
   for (const auto& r : rows)
-    if (r.schedule == "default" && r.r.verified()) base = &r;
+    if (r.schedule == "default" && r.r.verified())
+      base = &r;
   std::string out = title + "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-14s %-9s %10s %22s %9s %8s %8s %9s\n", "schedule", "verified", "median ms",
@@ -189,7 +201,8 @@ void write_reports(const std::string& dir, const std::string& name, const std::s
   // SVG: one horizontal bar per schedule (median), whisker min-max.
   double most = 0;
   for (const auto& r : rows)
-    if (r.r.verified()) most = std::max(most, r.r.max_ms);
+    if (r.r.verified())
+      most = std::max(most, r.r.max_ms);
   const int bar_h = 26, left = 130, width = 520, top = 40;
   std::ofstream svg(dir + "/" + name + ".svg");
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 140 << "' height='"
@@ -200,14 +213,17 @@ void write_reports(const std::string& dir, const std::string& name, const std::s
     svg << "<text x='10' y='" << y + 17 << "'>" << r.schedule << "</text>\n";
     if (r.r.verified() && most > 0) {
       const double w = width * r.r.median_ms / most, lo = width * r.r.min_ms / most, hi = width * r.r.max_ms / most;
-      svg << "<rect x='" << left << "' y='" << y + 4 << "' width='" << w << "' height='" << bar_h - 8
-          << "' fill='" << (r.schedule == "tuned" ? "#2a7" : r.schedule == "blas" ? "#888" : "#47a") << "'/>\n"
+      svg << "<rect x='" << left << "' y='" << y + 4 << "' width='" << w << "' height='" << bar_h - 8 << "' fill='"
+          << (r.schedule == "tuned"  ? "#2a7"
+              : r.schedule == "blas" ? "#888"
+                                     : "#47a")
+          << "'/>\n"
           << "<line x1='" << left + lo << "' x2='" << left + hi << "' y1='" << y + bar_h / 2 << "' y2='"
           << y + bar_h / 2 << "' stroke='black'/>\n"
           << "<text x='" << left + hi + 6 << "' y='" << y + 17 << "'>" << r.r.median_ms << " ms</text>\n";
     } else {
-      svg << "<text x='" << left << "' y='" << y + 17 << "' fill='#a33'>" << (r.note.empty() ? "-" : r.note.substr(0, 70))
-          << "</text>\n";
+      svg << "<text x='" << left << "' y='" << y + 17 << "' fill='#a33'>"
+          << (r.note.empty() ? "-" : r.note.substr(0, 70)) << "</text>\n";
     }
     y += bar_h;
   }

@@ -9,16 +9,26 @@
 namespace halformer::tuner {
 
 nlohmann::json record::to_json() const {
-  return {{"kernel", kernel},   {"knob_section", knob_section},
-          {"shape", shape},     {"dtype", dtype},
-          {"target", target},   {"hardware", hardware},
-          {"halformer", halformer_version}, {"halide", halide_version},
-          {"knobs", knobs},     {"status", status},
-          {"source", source},   {"median_ms", median_ms},
-          {"min_ms", min_ms},   {"max_ms", max_ms},
-          {"gflops", gflops},   {"gbps", gbps},
-          {"max_error", max_error}, {"settings", settings},
-          {"detail", detail},   {"when", when}};
+  return {{"kernel", kernel},
+          {"knob_section", knob_section},
+          {"shape", shape},
+          {"dtype", dtype},
+          {"target", target},
+          {"hardware", hardware},
+          {"halformer", halformer_version},
+          {"halide", halide_version},
+          {"knobs", knobs},
+          {"status", status},
+          {"source", source},
+          {"median_ms", median_ms},
+          {"min_ms", min_ms},
+          {"max_ms", max_ms},
+          {"gflops", gflops},
+          {"gbps", gbps},
+          {"max_error", max_error},
+          {"settings", settings},
+          {"detail", detail},
+          {"when", when}};
 }
 
 record record::from_json(const nlohmann::json& j, const std::string& where) {
@@ -55,11 +65,13 @@ database::database(std::string dir) : dir_(std::move(dir)), file_(dir_ + "/sched
 std::vector<record> database::load() const {
   std::vector<record> out;
   std::ifstream in(file_);
-  if (!in) return out; // an empty database
+  if (!in)
+    return out; // an empty database
   std::size_t n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
@@ -74,7 +86,8 @@ std::vector<record> database::load() const {
 void database::append(const record& r) const {
   std::filesystem::create_directories(dir_);
   std::ofstream out(file_, std::ios::app);
-  if (!out) throw error("cannot write " + file_);
+  if (!out)
+    throw error("cannot write " + file_);
   out << r.to_json().dump() << "\n";
 }
 
@@ -93,14 +106,16 @@ std::string canonical_shape(const std::string& shape) {
   std::stringstream ss(shape);
   for (std::string item; std::getline(ss, item, ',');) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw error("shape item '" + item + "' is not name=value");
+    if (eq == std::string::npos || eq == 0)
+      throw error("shape item '" + item + "' is not name=value");
     const std::string value = item.substr(eq + 1);
     if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
       throw error("shape item '" + item + "' needs a non-negative integer value");
     kv[item.substr(0, eq)] = value;
   }
   std::string out;
-  for (const auto& [k, v] : kv) out += (out.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : kv)
+    out += (out.empty() ? "" : ",") + k + "=" + v;
   return out;
 }
 

@@ -12,30 +12,35 @@ namespace halformer::tuner {
 export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
                            const std::string& preset_name, const std::string& out_file) {
   std::ifstream in(default_knob_file);
-  if (!in) throw error("cannot open " + default_knob_file);
+  if (!in)
+    throw error("cannot open " + default_knob_file);
   nlohmann::json knobs = nlohmann::json::parse(in);
   const auto records = db.load();
   export_report report;
   for (auto& [section, isas] : knobs.items()) {
-    if (section[0] == '_') continue;
+    if (section[0] == '_')
+      continue;
     for (auto& [isa, values] : isas.items()) {
       const std::string target = target_of_isa(isa);
       const record* best = nullptr;
       std::string where;
       for (const auto& e : preset(preset_name)) {
-        if (!e.primary) continue;
+        if (!e.primary)
+          continue;
         for (const auto& r : records)
           if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
-              r.target == target && r.hardware == hw.key() && (!best || r.median_ms < best->median_ms))
+              r.target == target && r.hardware == hw.key() && (!best || r.median_ms < best->median_ms) &&
+              autoscheduler_of(r.knobs).empty())
             best = &r, where = e.kernel + " " + e.shape;
       }
       if (!best) {
         report.defaulted.push_back(section + "." + isa);
         continue;
       }
-      for (const auto& [name, v] : best->knobs) values[name] = v;
-      values["_why"] = "tuned on this machine: " + where + ", " + std::to_string(best->median_ms) + " ms (" +
-                       best->when + ")";
+      for (const auto& [name, v] : best->knobs)
+        values[name] = v;
+      values["_why"] =
+          "tuned on this machine: " + where + ", " + std::to_string(best->median_ms) + " ms (" + best->when + ")";
       report.tuned.push_back(section + "." + isa + " (" + where + ": " + std::to_string(best->median_ms) + " ms)");
     }
   }

@@ -17,6 +17,11 @@ struct export_report {
   std::vector<std::string> tuned, defaulted; // "section.isa (kernel shape: 1.23 ms)" / "section.isa"
 };
 
+// Only knob-set records are adopted. Autoscheduler records are measured as
+// candidates and baselines but never built in: their schedules are sized by the
+// estimates and fail at smaller shapes (Adams2019's LayerNorm tuned at d_model
+// 512 reads out of bounds at d_model 10, tests/tuner), while a library must run
+// every shape.
 export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
                            const std::string& preset_name, const std::string& out_file);
 

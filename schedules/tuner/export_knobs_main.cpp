@@ -11,8 +11,8 @@ int main(int argc, char** argv) {
   }
   try {
     const auto hw = halformer::tuner::this_machine();
-    const auto r = halformer::tuner::export_knobs(argv[1], halformer::tuner::database(argv[2]), hw,
-                                                  "transformer-base", argv[3]);
+    const auto r =
+        halformer::tuner::export_knobs(argv[1], halformer::tuner::database(argv[2]), hw, "transformer-base", argv[3]);
     std::printf("schedules: %zu tuned for this machine (%s), %zu hand defaults%s\n", r.tuned.size(), hw.key().c_str(),
                 r.defaulted.size(), r.tuned.empty() ? " (no tuned records for this hardware)" : "");
   } catch (const std::exception& e) {

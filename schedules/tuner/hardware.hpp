@@ -8,9 +8,9 @@
 namespace halformer::tuner {
 
 struct hardware {
-  std::string cpu;      // /proc/cpuinfo "model name"
-  std::string features; // the x86 vector features that matter, sorted
-  int cores = 0;        // online logical CPUs
+  std::string cpu;         // /proc/cpuinfo "model name"
+  std::string features;    // the x86 vector features that matter, sorted
+  int cores = 0;           // online logical CPUs
   std::string key() const; // "cpu|features|cores"
 };
 

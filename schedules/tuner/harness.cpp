@@ -81,7 +81,8 @@ struct shape_args {
   std::vector<std::string> used;
   int operator[](const std::string& k) {
     auto it = v.find(k);
-    if (it == v.end()) throw std::runtime_error("shape lacks '" + k + "'");
+    if (it == v.end())
+      throw std::runtime_error("shape lacks '" + k + "'");
     used.push_back(k);
     return it->second;
   }
@@ -126,9 +127,7 @@ struct problem {
 };
 
 // Row slices (dim 0 full, one position along the others) as reference tensors.
-ref::tensor row3(const fb& x, int t, int b) {
-  return ref::to_ref(x.cropped(1, t, 1).cropped(2, b, 1));
-}
+ref::tensor row3(const fb& x, int t, int b) { return ref::to_ref(x.cropped(1, t, 1).cropped(2, b, 1)); }
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m) {
   for (int i = 0; i < got.dim(0).extent(); ++i)
     m.add(got(i, t, b), want.data[std::size_t(i)]);
@@ -345,7 +344,8 @@ std::size_t set_bytes(const call_set& c) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s d_model=512,t=128,... [--threads N] [--samples S] [--min-ms M] [--seed X]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s d_model=512,t=128,... [--threads N] [--samples S] [--min-ms M] [--seed X]\n",
+                 argv[0]);
     return 2;
   }
   int threads = 0, samples = 7, seed = 1;
@@ -427,7 +427,7 @@ int main(int argc, char** argv) {
   std::printf("{\"status\": \"ok\", \"max_error\": %.3g, \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, "
               "\"samples\": %d, \"min_sample_ms\": %g, \"input_sets\": %zu, \"threads\": %d, \"gflops\": %.4g, "
               "\"gbps\": %.4g}\n",
-              err, median, times.front(), times.back(), samples, min_ms, p.sets.size(), threads,
-              p.flops / median / 1e6, p.bytes / median / 1e6);
+              err, median, times.front(), times.back(), samples, min_ms, p.sets.size(), threads, p.flops / median / 1e6,
+              p.bytes / median / 1e6);
   return 0;
 }

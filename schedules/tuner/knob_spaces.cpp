@@ -10,10 +10,14 @@
 
 int main() {
   using namespace halformer::schedules::cpu;
-  const std::map<std::string, std::vector<halformer::schedules::knob_decl>> sections{
-      {"embedding", embedding_knobs()}, {"head_projection", gemm_knobs()}, {"attention", attention_knobs()},
-      {"out_projection", gemm_knobs()}, {"ffn", ffn_knobs()},              {"layernorm", row_knobs()},
-      {"softmax", row_knobs()},         {"logits", gemm_knobs()}};
+  const std::map<std::string, std::vector<halformer::schedules::knob_decl>> sections{{"embedding", embedding_knobs()},
+                                                                                     {"head_projection", gemm_knobs()},
+                                                                                     {"attention", attention_knobs()},
+                                                                                     {"out_projection", gemm_knobs()},
+                                                                                     {"ffn", ffn_knobs()},
+                                                                                     {"layernorm", row_knobs()},
+                                                                                     {"softmax", row_knobs()},
+                                                                                     {"logits", gemm_knobs()}};
   nlohmann::json j;
   for (const auto& [section, decls] : sections)
     for (const auto& d : decls)

@@ -8,7 +8,8 @@ namespace halformer::tuner {
 std::vector<std::string> preset_names() { return {"transformer-base"}; }
 
 std::vector<preset_entry> preset(const std::string& name) {
-  if (name != "transformer-base") throw error("unknown preset '" + name + "' (transformer-base)");
+  if (name != "transformer-base")
+    throw error("unknown preset '" + name + "' (transformer-base)");
   const std::vector<std::tuple<std::string, std::string, bool>> e{
       {"embedding", "d_model=512,vocab=32000,t=128,batch=8", true},
       {"embedding", "d_model=512,vocab=32000,t=1,batch=8", false},
@@ -35,7 +36,8 @@ std::vector<preset_entry> preset(const std::string& name) {
       {"logits", "d_model=512,vocab=32000,t=1,batch=1", false},
   };
   std::vector<preset_entry> out;
-  for (const auto& [k, s, p] : e) out.push_back({k, canonical_shape(s), p});
+  for (const auto& [k, s, p] : e)
+    out.push_back({k, canonical_shape(s), p});
   return out;
 }
 

@@ -12,8 +12,10 @@
 namespace halformer::tuner {
 
 std::string process_result::describe() const {
-  if (timed_out) return "timed out";
-  if (signal) return std::string("killed by signal ") + strsignal(signal);
+  if (timed_out)
+    return "timed out";
+  if (signal)
+    return std::string("killed by signal ") + strsignal(signal);
   return "exit code " + std::to_string(exit_code);
 }
 
@@ -35,9 +37,11 @@ process_result run_process(const std::vector<std::string>& argv, double timeout_
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     close(out_pipe[0]), close(err_pipe[0]), close(out_pipe[1]), close(err_pipe[1]);
-    for (const auto& e : extra_env) putenv(const_cast<char*>(e.c_str()));
+    for (const auto& e : extra_env)
+      putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], strerror(errno));
@@ -50,15 +54,18 @@ process_result run_process(const std::vector<std::string>& argv, double timeout_
   int open_fds = 2;
   char buf[4096];
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
       kill(-pid, SIGKILL);
       break;
     }
-    if (poll(fds, 2, int(std::min<long long>(left.count(), 1000))) < 0 && errno != EINTR) break;
+    if (poll(fds, 2, int(std::min<long long>(left.count(), 1000))) < 0 && errno != EINTR)
+      break;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
       const ssize_t n = read(fds[i].fd, buf, sizeof buf);
       if (n <= 0) {
         close(fds[i].fd);
@@ -70,12 +77,15 @@ process_result run_process(const std::vector<std::string>& argv, double timeout_
     }
   }
   for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
+    if (f.fd >= 0)
+      close(f.fd);
   int status = 0;
   waitpid(pid, &status, 0);
   if (!r.timed_out) {
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+      r.signal = WTERMSIG(status);
+    if (WIFEXITED(status))
+      r.exit_code = WEXITSTATUS(status);
   }
   return r;
 }

@@ -9,8 +9,8 @@
 namespace halformer::tuner {
 
 struct process_result {
-  int exit_code = -1;     // valid when !timed_out && signal == 0
-  int signal = 0;         // the signal that killed it, if any
+  int exit_code = -1; // valid when !timed_out && signal == 0
+  int signal = 0;     // the signal that killed it, if any
   bool timed_out = false;
   std::string out, err;
   bool ok() const { return !timed_out && signal == 0 && exit_code == 0; }

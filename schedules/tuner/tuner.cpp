@@ -12,6 +12,8 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace halformer::tuner {
@@ -22,7 +24,8 @@ using nlohmann::json;
 namespace {
 json read_json(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw error("cannot open " + path);
+  if (!in)
+    throw error("cannot open " + path);
   try {
     return json::parse(in);
   } catch (const std::exception& e) {
@@ -54,9 +57,11 @@ toolchain toolchain::from_json_file(const std::string& path) {
 
 const kernel_info& catalog::kernel(const std::string& name) const {
   for (const auto& k : kernels)
-    if (k.name == name) return k;
+    if (k.name == name)
+      return k;
   std::string known;
-  for (const auto& k : kernels) known += " " + k.name;
+  for (const auto& k : kernels)
+    known += " " + k.name;
   throw error("unknown kernel '" + name + "'; kernels:" + known);
 }
 
@@ -64,16 +69,21 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
   catalog c;
   const json kernels = read_json(kernels_json), spaces = read_json(spaces_json);
   for (const auto& k : kernels)
-    c.kernels.push_back({k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
+    c.kernels.push_back(
+        {k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
   for (const auto& [section, knobs] : spaces.items())
-    for (const auto& k : knobs) c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
+    for (const auto& k : knobs)
+      c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
   return c;
 }
 
 std::string target_of_isa(const std::string& isa) {
-  if (isa == "avx512") return "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
-  if (isa == "avx2") return "x86-64-linux-avx-avx2-f16c-fma-sse41";
-  if (isa == "sse41") return "x86-64-linux-sse41";
+  if (isa == "avx512")
+    return "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
+  if (isa == "avx2")
+    return "x86-64-linux-avx-avx2-f16c-fma-sse41";
+  if (isa == "sse41")
+    return "x86-64-linux-sse41";
   throw error("unknown ISA '" + isa + "' (avx512, avx2 or sse41)");
 }
 
@@ -83,19 +93,50 @@ knob_set default_knobs(const toolchain& t, const std::string& section, const std
     throw error(t.knob_file + " has no section " + section + "." + isa);
   knob_set k;
   for (const auto& [name, v] : j[section][isa].items())
-    if (name[0] != '_') k[name] = v.get<int>();
+    if (name[0] != '_')
+      k[name] = v.get<int>();
   return k;
 }
 
 std::string generator_knobs(const knob_set& k) { // "a:1/b:2": GenGen forbids '=' and ',' in values
   std::string s;
-  for (const auto& [n, v] : k) s += (s.empty() ? "" : "/") + n + ":" + std::to_string(v);
+  for (const auto& [n, v] : k)
+    if (n[0] != '_')
+      s += (s.empty() ? "" : "/") + n + ":" + std::to_string(v);
   return s;
+}
+
+const std::vector<std::string> autoschedulers{"Adams2019", "Mullapudi2016", "Li2018"};
+
+std::string autoscheduler_of(const knob_set& k) {
+  for (const auto& [n, v] : k)
+    if (n.rfind("_autoscheduler:", 0) == 0)
+      return n.substr(15);
+  return "";
+}
+
+std::string estimates_of(const std::string& shape) {
+  std::map<std::string, int> m;
+  std::stringstream ss(shape);
+  for (std::string kv; std::getline(ss, kv, ',');)
+    m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  if (m.count("d_k") && m.count("heads"))
+    m["d_model"] = m["d_k"] * m["heads"];
+  if (m.count("n"))
+    m["tk"] = m["n"], m.erase("n");
+  if (!m.count("tk") && m.count("t"))
+    m["tk"] = m["t"];
+  m.erase("causal");
+  std::string out;
+  for (const auto& [k, v] : m)
+    out += (out.empty() ? "" : "/") + k + ":" + std::to_string(v);
+  return out;
 }
 
 std::string knobs_text(const knob_set& k) {
   std::string s;
-  for (const auto& [n, v] : k) s += (s.empty() ? "" : ",") + n + "=" + std::to_string(v);
+  for (const auto& [n, v] : k)
+    s += (s.empty() ? "" : ",") + n + "=" + std::to_string(v);
   return s;
 }
 
@@ -105,22 +146,43 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
   r.hardware = hw.key(), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
   r.knobs = knobs, r.source = source, r.when = now_iso();
-  r.settings = {{"threads", o.threads}, {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
-                {"input_rotation_mib", 64}, {"warmup_calls", 3}, {"verify_tolerance", 1e-4}};
+  r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
+                {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};
   const std::string dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid());
   fs::create_directories(dir);
-  std::vector<std::string> gen{t.generator, "-g", k.generator, "-f", "candidate", "-e", "static_library,c_header",
-                               "-o", dir, "target=" + r.target + "-no_runtime", "knob_file=" + t.knob_file,
-                               "knobs=" + generator_knobs(knobs)};
+  std::vector<std::string> gen{t.generator,
+                               "-g",
+                               k.generator,
+                               "-f",
+                               "candidate",
+                               "-e",
+                               "static_library,c_header",
+                               "-o",
+                               dir,
+                               "target=" + r.target + "-no_runtime",
+                               "knob_file=" + t.knob_file};
+  if (const std::string kt = generator_knobs(knobs); !kt.empty())
+    gen.push_back("knobs=" + kt);
   gen.insert(gen.end(), k.params.begin(), k.params.end());
   gen.insert(gen.end(), generator_args.begin(), generator_args.end());
+  if (const std::string a = autoscheduler_of(knobs); !a.empty()) {
+    std::string lower = a;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    for (const std::string& arg :
+         std::vector<std::string>{"-p", t.autoscheduler_dir + "/libautoschedule_" + lower + ".so", "autoscheduler=" + a,
+                                  "autoscheduler.parallelism=" + std::to_string(o.threads > 0 ? o.threads : cores),
+                                  "estimates=" + estimates_of(o.shape)})
+      gen.push_back(arg);
+  }
   auto fail = [&](const std::string& status, const process_result& p) {
     fs::remove_all(dir);
     r.status = status;
     r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
     return r;
   };
-  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok()) return fail("compile_error", p);
+  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok())
+    return fail("compile_error", p);
   const std::string exe = dir + "/harness";
   if (auto p = run_process({t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a",
                             dir + "/candidate.a", t.runtime_lib, "-lpthread", "-ldl", "-lm"},
@@ -131,8 +193,10 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                         "--min-ms", std::to_string(o.min_sample_ms)},
                        o.candidate_timeout_s);
   fs::remove_all(dir);
-  if (p.timed_out) return fail("timeout", p);
-  if (p.signal) return fail("crash", p);
+  if (p.timed_out)
+    return fail("timeout", p);
+  if (p.signal)
+    return fail("crash", p);
   json j;
   try {
     j = json::parse(p.out);
@@ -155,7 +219,8 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
                  const database& db, const hardware& hw) {
   const kernel_info& k = c.kernel(kernel_name);
   const auto space_it = c.spaces.find(k.knob_section);
-  if (space_it == c.spaces.end()) throw error("no knob space for " + k.knob_section);
+  if (space_it == c.spaces.end())
+    throw error("no knob space for " + k.knob_section);
   const knob_space& space = space_it->second;
   const std::string target = target_of_isa(o.isa);
   std::mt19937 rng(o.seed);
@@ -163,19 +228,22 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   // Resume: every record of this kernel, shape, target and machine counts as evaluated.
   std::map<knob_set, record> seen;
   for (auto& r : db.load())
-    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw.key()) seen[r.knobs] = r;
+    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw.key())
+      seen[r.knobs] = r;
 
   tune_result result;
   const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
   auto best_verified = [&]() -> const record* {
     const record* b = nullptr;
     for (const auto& [kn, r] : seen)
-      if (r.verified() && (!b || r.median_ms < b->median_ms)) b = &r;
+      if (r.verified() && (!b || r.median_ms < b->median_ms))
+        b = &r;
     return b;
   };
   auto random_set = [&] {
     knob_set s;
-    for (const auto& [name, values] : space) s[name] = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng)];
+    for (const auto& [name, values] : space)
+      s[name] = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng)];
     return s;
   };
   auto mutate = [&](knob_set s) {
@@ -185,7 +253,8 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       auto pos = std::find(values.begin(), values.end(), s[name]) - values.begin();
       const int step = (rng() % 2) ? 1 : -1; // a neighbouring value, mostly
       pos = std::clamp<long>(pos + step, 0, long(values.size()) - 1);
-      if (rng() % 4 == 0) pos = long(rng() % values.size());
+      if (rng() % 4 == 0)
+        pos = long(rng() % values.size());
       s[name] = values[std::size_t(pos)];
     }
     return s;
@@ -194,7 +263,11 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
-  for (int i = 0; i < o.initial_random; ++i) queue.emplace_back(random_set(), "random");
+  // Halide's autoschedulers are candidates too (seeded once; they have no knobs to mutate).
+  for (const auto& a : autoschedulers)
+    queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
+  for (int i = 0; i < o.initial_random; ++i)
+    queue.emplace_back(random_set(), "random");
   double last_trial_s = 0;
   const bool tty = isatty(2);
   while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
@@ -207,9 +280,11 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       // Evolution: mutate one of the best few verified candidates.
       std::vector<const record*> top;
       for (const auto& [kn, r] : seen)
-        if (r.verified()) top.push_back(&r);
+        if (r.verified() && autoscheduler_of(kn).empty())
+          top.push_back(&r);
       std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
-      if (top.size() > 4) top.resize(4);
+      if (top.size() > 4)
+        top.resize(4);
       source = "mutation";
       bool fresh = false;
       for (int attempt = 0; attempt < 50 && !fresh; ++attempt) {
@@ -223,12 +298,15 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       if (!fresh) { // nearly exhausted: enumerate the space for an unseen point
         std::vector<std::size_t> idx(space.size(), 0);
         for (bool more = true; more && !fresh;) {
-          for (std::size_t i = 0; i < space.size(); ++i) cand[space[i].first] = space[i].second[idx[i]];
+          for (std::size_t i = 0; i < space.size(); ++i)
+            cand[space[i].first] = space[i].second[idx[i]];
           fresh = !seen.count(cand);
           more = false;
           for (std::size_t i = 0; i < space.size() && !more; ++i)
-            if (++idx[i] < space[i].second.size()) more = true;
-            else idx[i] = 0;
+            if (++idx[i] < space[i].second.size())
+              more = true;
+            else
+              idx[i] = 0;
         }
         source = "enumeration";
         if (!fresh) {
@@ -237,14 +315,16 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
         }
       }
     }
-    if (seen.count(cand)) continue;
+    if (seen.count(cand))
+      continue;
     const double t0 = elapsed();
     record r = measure(t, k, cand, o, hw, source);
     last_trial_s = elapsed() - t0;
     db.append(r);
     seen[cand] = r;
     ++result.trials;
-    if (!r.verified()) ++result.failed;
+    if (!r.verified())
+      ++result.failed;
     const record* b = best_verified();
     const auto d = seen.find(defaults);
     const double base = d != seen.end() && d->second.verified() ? d->second.median_ms : 0;
@@ -256,9 +336,12 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
                   clock_text(elapsed()).c_str(), clock_text(o.budget_s).c_str());
     std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
   }
-  if (tty) std::fprintf(stderr, "\n");
-  if (const record* b = best_verified()) result.best = *b;
-  if (auto d = seen.find(defaults); d != seen.end()) result.defaults = d->second;
+  if (tty)
+    std::fprintf(stderr, "\n");
+  if (const record* b = best_verified())
+    result.best = *b;
+  if (auto d = seen.find(defaults); d != seen.end())
+    result.defaults = d->second;
   return result;
 }
 

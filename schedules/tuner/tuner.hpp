@@ -15,13 +15,13 @@ namespace halformer::tuner {
 
 // Where the build put the tools the tuner drives (generated: tuner_paths.json).
 struct toolchain {
-  std::string generator;     // halformer.generators
-  std::string cxx;           // the C++ compiler (links candidates)
-  std::string harness_dir;   // libtuner_harness_<kernel>.a
-  std::string runtime_lib;   // the Halide runtime candidates link against
-  std::string knob_file;     // default knob values
-  std::string work_dir;      // scratch for candidates
-  std::string isa_lib;       // ISA selection + error capture (runtime/kernels/isa.c)
+  std::string generator;                     // halformer.generators
+  std::string cxx;                           // the C++ compiler (links candidates)
+  std::string harness_dir;                   // libtuner_harness_<kernel>.a
+  std::string runtime_lib;                   // the Halide runtime candidates link against
+  std::string knob_file;                     // default knob values
+  std::string work_dir;                      // scratch for candidates
+  std::string isa_lib;                       // ISA selection + error capture (runtime/kernels/isa.c)
   std::string kernel_header, runtime_header; // halformer_kernels.h, HalideRuntime.h
   std::string autoscheduler_dir;             // libautoschedule_*.so
   std::string blas_harness;                  // the BLAS baseline's measuring program
@@ -43,11 +43,11 @@ struct catalog {
 };
 
 struct tune_options {
-  std::string shape;            // canonical
-  std::string isa = "avx512";   // avx512 | avx2 | sse41
+  std::string shape;          // canonical
+  std::string isa = "avx512"; // avx512 | avx2 | sse41
   double budget_s = 300;
   int max_trials = 1000;
-  int threads = 0;              // 0: all cores
+  int threads = 0; // 0: all cores
   int samples = 7;
   double min_sample_ms = 20;
   double candidate_timeout_s = 180;
@@ -72,5 +72,12 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
                  const database& db, const hardware& hw);
 
 std::string knobs_text(const knob_set& k); // "a=1,b=2"
+
+// Autoscheduler candidates live in the same space as knob sets: the knob set
+// {"_autoscheduler:<Name>": 1} means "Halide's <Name> schedules this kernel".
+extern const std::vector<std::string> autoschedulers; // Adams2019, Mullapudi2016, Li2018
+std::string autoscheduler_of(const knob_set& k);      // "" for a knob set
+// A shape's extents under the DSL's dimension names, as generator estimates ("a:1/b:2").
+std::string estimates_of(const std::string& shape);
 
 } // namespace halformer::tuner

@@ -26,9 +26,9 @@
 namespace test {
 
 using Halide::Runtime::Buffer;
-using ref::to_ref;
-using ref::head_weight_to_ref;
 using ref::head_bias_to_ref;
+using ref::head_weight_to_ref;
+using ref::to_ref;
 inline constexpr double rtol = 1e-5;
 
 std::mt19937& rng();

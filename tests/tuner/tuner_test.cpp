@@ -70,7 +70,8 @@ TEST_CASE("wrong, crashing, hanging and uncompilable candidates are recorded, no
   CHECK(r.best.status.empty());
   const auto records = db.load();
   REQUIRE(records.size() == 8);
-  for (const auto& rec : records) CHECK_FALSE(rec.verified());
+  for (const auto& rec : records)
+    CHECK_FALSE(rec.verified());
 }
 
 TEST_CASE("a real candidate is verified, then measured; tuning resumes from the database", "[tuner]") {
@@ -94,7 +95,8 @@ TEST_CASE("a real candidate is verified, then measured; tuning resumes from the 
   const auto second = tune(t, c, "layernorm", o, db, hw); // resumes: 2 new candidates
   CHECK(second.trials == 2);
   std::set<knob_set> distinct;
-  for (const auto& rec : db.load()) distinct.insert(rec.knobs);
+  for (const auto& rec : db.load())
+    distinct.insert(rec.knobs);
   CHECK(distinct.size() == 4);
   CHECK(first.defaults.verified()); // the hand defaults are always measured first
 }
@@ -129,4 +131,34 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
 
   std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
+}
+
+TEST_CASE("autoscheduler records compete in the search but are never built in", "[tuner][autoscheduler]") {
+  // Why: an autoscheduled schedule is sized by its estimates and fails at smaller
+  // shapes. Adams2019's LayerNorm for d_model 512 reads out of bounds at d_model 10:
+  temp_dir work("auto");
+  const toolchain t = real_tools(work.path);
+  auto o = small_layernorm();
+  o.isa = "avx512";
+  o.shape = canonical_shape("d_model=10,t=3,batch=1");
+  const auto hw = this_machine();
+  const knob_set adams{{"_autoscheduler:Adams2019", 1}};
+  CHECK(autoscheduler_of(adams) == "Adams2019");
+  CHECK(measure(t, real_catalog().kernel("layernorm"), adams, o, hw, "autoscheduler:Adams2019").verified());
+  // ... measured at its own estimates it is fine; the database may record it winning:
+  database db(work.path + "/db");
+  record r;
+  r.kernel = "layernorm", r.knob_section = "layernorm", r.shape = canonical_shape("d_model=512,t=128,batch=8");
+  r.target = target_of_isa("avx512"), r.hardware = hw.key(), r.status = "ok", r.median_ms = 0.001;
+  r.knobs = adams, r.source = "autoscheduler:Adams2019";
+  db.append(r);
+  r.median_ms = 0.5, r.knobs = with_rows_per_task(16), r.source = "mutation";
+  db.append(r);
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json");
+  std::ifstream in(work.path + "/k.json");
+  const auto j = nlohmann::json::parse(in);
+  // ... but the build takes the best knob set, which runs at every shape.
+  CHECK(j["layernorm"]["avx512"]["rows_per_task"] == 16);
+  CHECK_FALSE(j["layernorm"]["avx512"].contains("_autoscheduler"));
 }

@@ -59,7 +59,7 @@ public:
 
   // A scalar generator Input: bound, and given an estimate when autoscheduling.
   template <class Op, class T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::GeneratorInput<T>& in) {
     if (!estimates.empty()) {
       auto e = estimates.find(leaf.op.name);
