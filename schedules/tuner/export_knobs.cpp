@@ -45,8 +45,14 @@ export_report export_knobs(const std::string& default_knob_file, const database&
     }
   }
   std::filesystem::create_directories(std::filesystem::path(out_file).parent_path());
+  const std::string text = knobs.dump(2) + "\n";
+  {
+    std::ifstream old(out_file);
+    const std::string before((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
+    if (before == text) return report; // unchanged: keep the timestamp, so kernels are not rebuilt
+  }
   std::ofstream out(out_file + ".tmp");
-  out << knobs.dump(2) << "\n";
+  out << text;
   out.close();
   std::filesystem::rename(out_file + ".tmp", out_file);
   return report;
