@@ -52,7 +52,8 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
   const std::string obj = o.out_dir + "/obj";
   fs::create_directories(obj);
   const auto hw = this_machine();
-  const auto report = export_knobs(t.knob_file, database(o.db_dir), hw, "transformer-base", o.out_dir + "/knobs.json");
+  const auto report =
+      export_knobs(t.knob_file, database(o.db_dir), hw, "transformer-base", o.out_dir + "/knobs.json", c.revisions);
   std::vector<std::string> no_runtime;
   for (const auto& tg : targets)
     no_runtime.push_back(tg + "-no_runtime");

@@ -120,7 +120,8 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
       std::optional<record> best;
       for (auto& r : db.load())
         if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == target && r.hardware == hw.key() &&
-            autoscheduler_of(r.knobs).empty() && (!best || r.median_ms < best->median_ms))
+            r.schedule_revision == k.revision && autoscheduler_of(r.knobs).empty() &&
+            (!best || r.median_ms < best->median_ms))
           best = std::move(r);
       if (!best) {
         row.note = "no tuned record for this kernel, shape and machine";

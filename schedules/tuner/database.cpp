@@ -43,6 +43,7 @@ record record::from_json(const nlohmann::json& j, const std::string& where) {
     r.halformer_version = j.at("halformer");
     r.halide_version = j.at("halide");
     r.knobs = j.at("knobs").get<std::map<std::string, int>>();
+    r.schedule_revision = j.value("schedule_revision", 1);
     r.status = j.at("status");
     r.source = j.value("source", "");
     r.median_ms = j.at("median_ms");

@@ -16,8 +16,9 @@ namespace halformer::tuner {
 struct record {
   std::string kernel, knob_section, shape, dtype = "f32", target, hardware, halformer_version, halide_version;
   std::map<std::string, int> knobs;
-  std::string status; // ok | wrong | kernel_error | compile_error | link_error | crash | timeout
-  std::string source; // default | random | mutation | autoscheduler:<name>
+  int schedule_revision = 1; // the schedule code's revision when measured (records before revisions: 1)
+  std::string status;        // ok | wrong | kernel_error | compile_error | link_error | crash | timeout
+  std::string source;        // default | random | mutation | autoscheduler:<name>
   double median_ms = 0, min_ms = 0, max_ms = 0, gflops = 0, gbps = 0, max_error = 0;
   nlohmann::json settings;
   std::string detail, when;

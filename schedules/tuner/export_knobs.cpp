@@ -10,7 +10,8 @@
 namespace halformer::tuner {
 
 export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
-                           const std::string& preset_name, const std::string& out_file) {
+                           const std::string& preset_name, const std::string& out_file,
+                           const std::map<std::string, int>& revisions) {
   std::ifstream in(default_knob_file);
   if (!in)
     throw error("cannot open " + default_knob_file);
@@ -22,6 +23,7 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       continue;
     for (auto& [isa, values] : isas.items()) {
       const std::string target = target_of_isa(isa);
+      const int revision = revisions.count(section) ? revisions.at(section) : 1;
       const record* best = nullptr;
       std::string where;
       for (const auto& e : preset(preset_name)) {
@@ -30,7 +32,7 @@ export_report export_knobs(const std::string& default_knob_file, const database&
         for (const auto& r : records)
           if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
               r.target == target && r.hardware == hw.key() && (!best || r.median_ms < best->median_ms) &&
-              autoscheduler_of(r.knobs).empty())
+              autoscheduler_of(r.knobs).empty() && r.schedule_revision == revision)
             best = &r, where = e.kernel + " " + e.shape;
       }
       if (!best) {
@@ -49,7 +51,8 @@ export_report export_knobs(const std::string& default_knob_file, const database&
   {
     std::ifstream old(out_file);
     const std::string before((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
-    if (before == text) return report; // unchanged: keep the timestamp, so kernels are not rebuilt
+    if (before == text)
+      return report; // unchanged: keep the timestamp, so kernels are not rebuilt
   }
   std::ofstream out(out_file + ".tmp");
   out << text;

@@ -8,6 +8,7 @@
 #include "database.hpp"
 #include "hardware.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@ struct export_report {
 // estimates and fail at smaller shapes (Adams2019's LayerNorm tuned at d_model
 // 512 reads out of bounds at d_model 10, tests/tuner), while a library must run
 // every shape.
+// `revisions`: each knob section's current schedule revision; records measured with
+// another revision are ignored (a missing section counts as revision 1).
 export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
-                           const std::string& preset_name, const std::string& out_file);
+                           const std::string& preset_name, const std::string& out_file,
+                           const std::map<std::string, int>& revisions);
 
 } // namespace halformer::tuner

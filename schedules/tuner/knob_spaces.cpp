@@ -19,6 +19,14 @@ int main() {
                                                                                      {"softmax", row_knobs()},
                                                                                      {"logits", gemm_knobs()}};
   nlohmann::json j;
+  j["_revisions"] = {{"embedding", embedding_revision},
+                     {"head_projection", gemm_revision},
+                     {"attention", attention_revision},
+                     {"out_projection", gemm_revision},
+                     {"ffn", gemm_revision},
+                     {"layernorm", row_revision},
+                     {"softmax", row_revision},
+                     {"logits", gemm_revision}};
   for (const auto& [section, decls] : sections)
     for (const auto& d : decls)
       j[section].push_back({{"name", d.name}, {"allowed", d.allowed}, {"meaning", d.meaning}});

@@ -4,15 +4,6 @@ set(tuner_dir ${CMAKE_SOURCE_DIR}/schedules/tuner)
 set(share ${CMAKE_BINARY_DIR}/share/halformer)
 get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES)
 
-# Search spaces, from the schedules' own knob declarations.
-add_executable(halformer_knob_spaces ${tuner_dir}/knob_spaces.cpp)
-target_link_libraries(halformer_knob_spaces PRIVATE halformer::schedules Halide::Halide)
-add_custom_command(OUTPUT ${share}/knob_spaces.json
-                   COMMAND ${CMAKE_COMMAND} -E make_directory ${share}
-                   COMMAND sh -c "$<TARGET_FILE:halformer_knob_spaces> > ${share}/knob_spaces.json"
-                   DEPENDS halformer_knob_spaces VERBATIM)
-add_custom_target(knob_spaces ALL DEPENDS ${share}/knob_spaces.json)
-
 # One measuring harness per kernel (linked with each candidate by the tuner).
 foreach (k IN LISTS HALFORMER_KERNELS)
   string(TOUPPER ${k} K)

@@ -71,9 +71,15 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
   for (const auto& k : kernels)
     c.kernels.push_back(
         {k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
+  if (spaces.contains("_revisions"))
+    c.revisions = spaces["_revisions"].get<std::map<std::string, int>>();
+  for (auto& k : c.kernels)
+    if (auto r = c.revisions.find(k.knob_section); r != c.revisions.end())
+      k.revision = r->second;
   for (const auto& [section, knobs] : spaces.items())
-    for (const auto& k : knobs)
-      c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
+    if (section[0] != '_')
+      for (const auto& k : knobs)
+        c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
   return c;
 }
 
@@ -145,7 +151,7 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
   record r;
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
   r.hardware = hw.key(), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
-  r.knobs = knobs, r.source = source, r.when = now_iso();
+  r.knobs = knobs, r.source = source, r.when = now_iso(), r.schedule_revision = k.revision;
   r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
                 {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};
   const std::string dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid());

@@ -31,6 +31,7 @@ struct toolchain {
 struct kernel_info {
   std::string name, generator, knob_section;
   std::vector<std::string> params; // generator params, e.g. activation=relu
+  int revision = 1;                // its schedule's revision (knob_spaces.json)
 };
 using knob_space = std::vector<std::pair<std::string, std::vector<int>>>;
 using knob_set = std::map<std::string, int>;
@@ -38,6 +39,7 @@ using knob_set = std::map<std::string, int>;
 struct catalog {
   std::vector<kernel_info> kernels;
   std::map<std::string, knob_space> spaces; // by knob section
+  std::map<std::string, int> revisions;     // by knob section
   const kernel_info& kernel(const std::string& name) const;
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };

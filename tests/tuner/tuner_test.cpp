@@ -115,19 +115,23 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
   CHECK(db.best(r.kernel, r.shape, r.target, r.hardware).has_value());
 
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k1.json");
+  auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k1.json", {});
   CHECK(report.tuned.empty());
   CHECK(std::find(report.defaulted.begin(), report.defaulted.end(), "layernorm.avx512") != report.defaulted.end());
 
   r.hardware = hw.key(), r.median_ms = 2.0;
   db.append(r);
-  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k2.json");
+  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k2.json", {});
   REQUIRE(report.tuned.size() == 1);
   CHECK_THAT(report.tuned[0], Catch::StartsWith("layernorm.avx512"));
   std::ifstream in(work.path + "/k2.json");
   const auto j = nlohmann::json::parse(in);
   CHECK(j["layernorm"]["avx512"]["rows_per_task"] == 32);
   CHECK(j["layernorm"]["avx2"]["rows_per_task"] == 8); // another ISA: no record, default kept
+
+  // A record measured with an older revision of the schedule is not used.
+  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k3.json", {{"layernorm", 2}});
+  CHECK(report.tuned.empty());
 
   std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
@@ -154,7 +158,7 @@ TEST_CASE("autoscheduler records compete in the search but are never built in", 
   r.median_ms = 0.5, r.knobs = with_rows_per_task(16), r.source = "mutation";
   db.append(r);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json");
+  export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", {});
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in);
   // ... but the build takes the best knob set, which runs at every shape.

@@ -17,6 +17,10 @@
 
 namespace halformer::schedules::cpu {
 
+// Bumped whenever the schedule changes, so that database records measured with
+// an older schedule are not reused (tuner/database.hpp).
+inline constexpr int gemm_revision = 1;
+
 inline std::vector<knob_decl> gemm_knobs() {
   return {
       {"vectors", {1, 2, 3, 4}, "output-feature vectors per register tile"},
