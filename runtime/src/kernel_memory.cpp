@@ -22,7 +22,7 @@ static_assert(sizeof(header) == alignment);
 
 std::mutex lock;
 std::array<std::vector<void*>, classes> free_blocks;
-std::atomic<std::size_t> fresh{0}, held{0};
+std::atomic<std::size_t> fresh{0};
 
 int class_of(std::size_t bytes) {
   int c = 6; // 64 bytes minimum
@@ -49,7 +49,6 @@ void* pool_malloc(void*, std::size_t bytes) {
     return nullptr;
   static_cast<header*>(block)->size_class = c;
   ++fresh;
-  held += std::size_t(1) << c;
   return static_cast<char*>(block) + sizeof(header);
 }
 
@@ -77,6 +76,5 @@ void install() {
 }
 
 std::size_t fresh_allocations() { return fresh; }
-std::size_t pooled_bytes() { return held; }
 
 } // namespace halformer::kernel_memory

@@ -11,6 +11,5 @@ namespace halformer::kernel_memory {
 
 void install();                  // idempotent; routes halide_malloc/free to the pool
 std::size_t fresh_allocations(); // blocks ever taken from the system
-std::size_t pooled_bytes();      // bytes held by the pool (in use or free)
 
 } // namespace halformer::kernel_memory

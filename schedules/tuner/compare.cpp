@@ -17,17 +17,9 @@
 namespace halformer::tuner {
 
 namespace {
-std::map<std::string, int> shape_map(const std::string& shape) {
-  std::map<std::string, int> m;
-  std::stringstream ss(shape);
-  for (std::string kv; std::getline(ss, kv, ',');)
-    m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
-  return m;
-}
-
 // The GEMMs (M, N, K) a GEMM-shaped kernel performs; empty for the others.
 std::string gemms_of(const std::string& kernel, const std::string& shape) {
-  auto m = shape_map(shape);
+  auto m = shape_values(shape);
   const int rows = m["t"] * m["batch"];
   auto g = [&](int n, int k, int times) {
     std::string s;

@@ -102,6 +102,14 @@ std::optional<record> database::best(const std::string& kernel, const std::strin
   return best;
 }
 
+std::map<std::string, int> shape_values(const std::string& shape) {
+  std::map<std::string, int> m;
+  std::stringstream ss(canonical_shape(shape));
+  for (std::string kv; std::getline(ss, kv, ',');)
+    m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  return m;
+}
+
 std::string canonical_shape(const std::string& shape) {
   std::map<std::string, std::string> kv;
   std::stringstream ss(shape);

@@ -42,6 +42,9 @@ private:
   std::string dir_, file_;
 };
 
+// A canonical shape's values by name ("batch=8,t=128" -> {batch: 8, t: 128}).
+std::map<std::string, int> shape_values(const std::string& shape);
+
 // "b=8,t=128" with keys sorted: the canonical spelling of a shape.
 std::string canonical_shape(const std::string& shape);
 

@@ -122,10 +122,7 @@ std::string autoscheduler_of(const knob_set& k) {
 }
 
 std::string estimates_of(const std::string& shape) {
-  std::map<std::string, int> m;
-  std::stringstream ss(shape);
-  for (std::string kv; std::getline(ss, kv, ',');)
-    m[kv.substr(0, kv.find('='))] = std::stoi(kv.substr(kv.find('=') + 1));
+  auto m = shape_values(shape);
   if (m.count("d_k") && m.count("heads"))
     m["d_model"] = m["d_k"] * m["heads"];
   if (m.count("n"))

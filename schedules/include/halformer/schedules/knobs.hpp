@@ -67,12 +67,6 @@ public:
     return v->second;
   }
   const std::map<std::string, int>& all() const { return values_; }
-  std::string summary() const {
-    std::string s;
-    for (const auto& [k, v] : values_)
-      s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
-    return s;
-  }
 
 private:
   std::string kernel_;
