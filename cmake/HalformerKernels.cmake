@@ -1,6 +1,11 @@
-# The CPU kernel library: every kernel for three x86 ISAs with runtime dispatch
-# (most specialised first; the last target is the baseline), one shared Halide
-# runtime, merged into lib/libhalformer_kernels.a with include/halformer_kernels.h.
+# The kernel libraries, every kernel in each:
+# - CPU: three x86 ISAs with runtime dispatch (most specialised first; the last
+#   target is the baseline), merged into lib/libhalformer_kernels.a;
+# - OpenCL (hf_opencl_*) and CUDA (hf_cuda_*: PTX for capabilities 8.6, 8.0 and
+#   7.0, chosen at run time by the device's capability; newer GPUs JIT the PTX),
+#   from the GPU schedules, merged into lib/libhalformer_kernels_{opencl,cuda}.a.
+# One Halide runtime (x86 host code plus the CUDA and OpenCL modules, which load
+# their drivers on first use) serves all of them.
 
 set(HALFORMER_X86_TARGETS
     x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
@@ -8,7 +13,17 @@ set(HALFORMER_X86_TARGETS
     x86-64-linux-sse41
     CACHE STRING "Halide targets of the CPU kernel library, most specialised first")
 
-add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41)
+set(HALFORMER_OPENCL_TARGETS x86-64-linux-sse41-opencl CACHE STRING "Halide targets of the OpenCL kernel library")
+set(HALFORMER_CUDA_TARGETS
+    x86-64-linux-sse41-cuda-cuda_capability_86
+    x86-64-linux-sse41-cuda-cuda_capability_80
+    x86-64-linux-sse41-cuda-cuda_capability_70
+    CACHE STRING "Halide targets of the CUDA kernel library, newest capability first")
+set(HALFORMER_GPU_KNOB_FILE ${CMAKE_SOURCE_DIR}/schedules/knobs/gpu.json
+    CACHE FILEPATH "Knob values of the GPU schedules")
+option(HALFORMER_GPU "Build the CUDA and OpenCL kernel libraries" ON)
+
+add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
 
 set(HALFORMER_KERNELS "")
 set(HALFORMER_KERNEL_SCHEDULES "")
@@ -23,6 +38,18 @@ function(halformer_kernel name)
     USE_RUNTIME halformer_runtime
     PARAMS knob_file=${HALFORMER_KNOB_FILE} ${ARG_PARAMS}
     DEPENDS ${HALFORMER_KNOB_FILE})
+  if (HALFORMER_GPU)
+    foreach (api IN ITEMS opencl cuda)
+      string(TOUPPER ${api} API)
+      add_halide_library(hf_${api}_${name} FROM halformer.generators
+        GENERATOR ${ARG_GENERATOR}
+        FUNCTION_NAME hf_${api}_${name}
+        TARGETS ${HALFORMER_${API}_TARGETS}
+        USE_RUNTIME halformer_runtime
+        PARAMS knob_file=${HALFORMER_GPU_KNOB_FILE} ${ARG_PARAMS}
+        DEPENDS ${HALFORMER_GPU_KNOB_FILE})
+    endforeach ()
+  endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
   set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} ${name}=${ARG_KNOBS} PARENT_SCOPE)
   # The tuner's catalog: how to build this kernel with other knob values.

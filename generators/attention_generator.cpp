@@ -1,6 +1,6 @@
 // attention: softmax(q.k / sqrt(d_k), masks) . v over all heads and batch rows.
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/attention.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class Attention : public Halide::Generator<Attention> {
@@ -16,7 +16,7 @@ public:
 
   void generate() {
     use_estimates(ctx, "attention");
-    knob_values_ = knobs_for("attention", schedules::cpu::attention_knobs());
+    knob_values_ = knobs_for("attention");
     ctx.options["kv_chunk"] = knob_values_["kv_chunk"];
     dsl::kernels::attention a;
     ctx.bind(a.q, q);
@@ -30,7 +30,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    schedules::cpu::attention(ctx, out, get_target(), knob_values_);
+    schedules::attention(ctx, out, get_target(), knob_values_);
   }
 
 private:

@@ -1,6 +1,6 @@
 // embedding: out(d_model, t, batch) = table(d_model, ids(t, batch)) * scale + PE(t + offset)
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/embedding.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class Embedding : public Halide::Generator<Embedding> {
@@ -25,7 +25,7 @@ public:
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
 
-    schedules::cpu::embedding(ctx, out, get_target(), knobs_for("embedding", schedules::cpu::embedding_knobs()));
+    schedules::embedding(ctx, out, get_target(), knobs_for("embedding"));
   }
 
 private:

@@ -1,6 +1,6 @@
 // ffn: out = residual + W2 act(W1 x + b1) + b2, act = relu or gelu (exact erf form).
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/ffn.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class Ffn : public Halide::Generator<Ffn> {
@@ -32,7 +32,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    schedules::cpu::ffn(ctx, out, get_target(), knobs_for("ffn", schedules::cpu::ffn_knobs()));
+    schedules::ffn(ctx, out, get_target(), knobs_for("ffn"));
   }
 
 private:

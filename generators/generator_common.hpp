@@ -4,7 +4,7 @@
 
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/lower.hpp"
-#include "halformer/schedules/knobs.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 #include <Halide.h>
 
@@ -18,9 +18,10 @@
   void use_estimates(halformer::dsl::lowering& c, const std::string& /*knob section*/) {                               \
     c.estimates = halformer::schedules::parse_overrides(estimates);                                                    \
   }                                                                                                                    \
-  halformer::schedules::knob_values knobs_for(const std::string& kernel,                                               \
-                                              const std::vector<halformer::schedules::knob_decl>& decls) {             \
-    return halformer::schedules::load_knobs(kernel, decls, get_target(), knob_file, knobs);                            \
+  /* the knob values of `section` for this generator's target (CPU or GPU family) */                                   \
+  halformer::schedules::knob_values knobs_for(const std::string& section) {                                            \
+    return halformer::schedules::load_knobs(section, halformer::schedules::knobs_of(section, get_target()),            \
+                                            get_target(), knob_file, knobs);                                           \
   }
 
 namespace halformer::generators {

@@ -4,7 +4,7 @@
 // once per source), q_projection (cross-attention queries).
 // Weights are (d_k, heads, d_model): PyTorch's [out][in] rows transposed at load.
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/projections.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 
@@ -22,7 +22,7 @@ struct projection_set {
     outs.emplace_back(which + "_proj", out);
   }
   void schedule(const Halide::Target& target, const schedules::knob_values& knobs) {
-    schedules::cpu::head_projection(ctx, outs, target, knobs);
+    schedules::head_projection(ctx, outs, target, knobs);
   }
 };
 
@@ -44,7 +44,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+    p.schedule(get_target(), knobs_for("head_projection"));
   }
 
 private:
@@ -68,7 +68,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+    p.schedule(get_target(), knobs_for("head_projection"));
   }
 
 private:
@@ -91,7 +91,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    p.schedule(get_target(), knobs_for("head_projection", schedules::cpu::gemm_knobs()));
+    p.schedule(get_target(), knobs_for("head_projection"));
   }
 
 private:

@@ -1,6 +1,6 @@
 // layernorm: out = LN(x) * gamma + beta over d_model; add_layernorm: LN(x + residual).
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/rows.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 
@@ -26,7 +26,7 @@ public:
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
 
-    schedules::cpu::layernorm(ctx, out, get_target(), knobs_for("layernorm", schedules::cpu::row_knobs()));
+    schedules::layernorm(ctx, out, get_target(), knobs_for("layernorm"));
   }
 
 private:
@@ -57,7 +57,7 @@ public:
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
 
-    schedules::cpu::layernorm(ctx, out, get_target(), knobs_for("layernorm", schedules::cpu::row_knobs()));
+    schedules::layernorm(ctx, out, get_target(), knobs_for("layernorm"));
   }
 
 private:

@@ -1,6 +1,6 @@
 // logits: out(vocab, t, batch) = x(d_model, t, batch) . W(vocab, d_model) + b
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/projections.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class Logits : public Halide::Generator<Logits> {
@@ -22,7 +22,7 @@ public:
   void schedule() {
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
-    schedules::cpu::logits(ctx, out, get_target(), knobs_for("logits", schedules::cpu::gemm_knobs()));
+    schedules::logits(ctx, out, get_target(), knobs_for("logits"));
   }
 
 private:

@@ -1,6 +1,6 @@
 // out_projection: out(d_model, t, batch) = residual + b + sum_{d_k, heads} a . W
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/projections.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class OutProjection : public Halide::Generator<OutProjection> {
@@ -25,7 +25,7 @@ public:
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
 
-    schedules::cpu::out_projection(ctx, out, get_target(), knobs_for("out_projection", schedules::cpu::gemm_knobs()));
+    schedules::out_projection(ctx, out, get_target(), knobs_for("out_projection"));
   }
 
 private:

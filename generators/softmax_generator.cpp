@@ -1,7 +1,7 @@
 // softmax / log_softmax over dim 0 of x(tk, t, batch), masked by key lengths and an
 // optional causal rule with a query offset (the attention masks).
 #include "generator_common.hpp"
-#include "halformer/schedules/cpu/rows.hpp"
+#include "halformer/schedules/kernels.hpp"
 
 namespace halformer::generators {
 class Softmax : public Halide::Generator<Softmax> {
@@ -27,7 +27,7 @@ public:
     if (using_autoscheduler())
       return; // Halide's autoscheduler schedules everything
 
-    schedules::cpu::softmax(ctx, out, get_target(), knobs_for("softmax", schedules::cpu::row_knobs()));
+    schedules::softmax(ctx, out, get_target(), knobs_for("softmax"));
   }
 
 private:

@@ -128,6 +128,8 @@ std::vector<sentence> rows_of(const npy::int_array& a, const std::string& what) 
 int forward(const std::string& dir, const load_options& lo, const std::string& src, const std::string& tgt,
             const std::string& out_logits, const std::string& out_memory) {
   Model model = Model::load(dir, lo);
+  for (const auto& w : model.warnings())
+    fmt::print(stderr, "halformer: warning: {}\n", w);
   const auto s = rows_of(npy::read_ints(src), "--src " + src), t = rows_of(npy::read_ints(tgt), "--tgt " + tgt);
   std::vector<float> logits, memory;
   model.forward(s, t, logits, out_memory.empty() ? nullptr : &memory);
@@ -282,6 +284,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--input", input, "input file (default: stdin)");
   run_cmd->add_option("--batch", batch, "sentences decoded together")->check(CLI::Range(1, 4096));
   run_cmd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--device", lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
 
   auto* fwd = app.add_subcommand("forward", "teacher-forced forward pass on .npy token arrays");
   fwd->add_option("--model", dir, "model directory")->required();
@@ -290,6 +294,8 @@ int main(int argc, char** argv) {
   fwd->add_option("--out-logits", out_logits, "float32 [batch, tgt_len, tgt_vocab]")->required();
   fwd->add_option("--out-memory", out_memory, "float32 [batch, src_len, d_model]");
   fwd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+  fwd->add_option("--device", lo.device, "cpu, cuda, opencl or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
 
   tuner::tune_options to;
   to.isa = ""; // this CPU's best unless --isa
@@ -317,8 +323,8 @@ int main(int argc, char** argv) {
   std::string lib_targets = "x86", lib_kernels, lib_emit;
   auto* lib_cmd = app.add_subcommand("build-lib", "write a static kernel library (.a + C headers) for Halide targets");
   lib_cmd->add_option("--target", lib_targets,
-                      "x86 (AVX-512, AVX2, SSE4.1 with dispatch) or Halide target strings, comma-separated, most "
-                      "specialised first");
+                      "x86 (AVX-512, AVX2, SSE4.1 with dispatch), cuda (PTX for sm_86, sm_80, sm_70 with "
+                      "dispatch), opencl, or Halide target strings, comma-separated, most specialised first");
   lib_cmd->add_option("--out", bo.out_dir, "output directory")->required();
   lib_cmd->add_option("--db", bo.db_dir, "schedule database (this machine's tuned records are used)");
   lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");

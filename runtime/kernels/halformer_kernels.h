@@ -1,10 +1,14 @@
-/* halformer CPU kernel library: ISA selection and error reporting.
+/* halformer kernel libraries: ISA selection, GPU devices and error reporting.
  *
  * Every kernel hf_<name>() is declared in its own header hf_<name>.h (included
  * below) and returns 0 or a Halide error code. Each kernel holds code for AVX-512
  * (Skylake set), AVX2+FMA and SSE4.1 and runs the most specialised one the CPU
  * supports, unless an ISA is forced: set HALFORMER_ISA=avx512|avx2|sse41|auto
  * before halformer_kernels_init(), or call halformer_force_isa().
+ * The GPU libraries hold hf_opencl_<name>() and hf_cuda_<name>() with the same
+ * signatures; their buffers live on the device between calls (Halide copies host
+ * data over when host_dirty is set and leaves outputs device_dirty: call
+ * halide_copy_to_host() before reading them).
  * Plain C; needs no Halide installation (HalideRuntime.h ships beside this header). */
 #ifndef HALFORMER_KERNELS_H
 #define HALFORMER_KERNELS_H
@@ -30,6 +34,17 @@ const char* halformer_active_isa(void);
 
 /* Whether the CPU itself supports `isa` (ignoring any forcing). */
 int halformer_cpu_supports(const char* isa);
+
+/* 1 if `api` ("cpu", "cuda", "opencl") has a usable device, else 0 with the reason
+ * in halformer_last_error(). */
+int halformer_device_available(const char* api);
+
+/* The Halide device interface of "cuda" or "opencl" (NULL for others). */
+const struct halide_device_interface_t* halformer_device_interface(const char* api);
+
+/* Compute capability of CUDA device 0 as major*10+minor (e.g. 86), or 0 if there
+ * is no usable CUDA driver or device (then halformer_last_error() says why). */
+int halformer_cuda_capability(void);
 
 /* The message of the last kernel error on this thread ("" if none). */
 const char* halformer_last_error(void);

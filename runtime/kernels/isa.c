@@ -38,13 +38,21 @@ static int feature_level(int f) {
  * after that, forcing another ISA would not take effect everywhere. */
 static volatile int dispatched = 0;
 
+extern int halformer_cuda_capability_of_feature(int feature); /* device.c */
+
+/* Halide's default answers for CPU features only; a CUDA target's capability is
+ * checked here against the device's, so the newest PTX it can run is chosen. */
 static int can_use(int count, const uint64_t* features) {
   dispatched = 1;
   for (int word = 0; word < count; ++word)
     for (int bit = 0; bit < 64; ++bit)
-      if ((features[word] >> bit) & 1)
-        if (feature_level(word * 64 + bit) > forced_level)
+      if ((features[word] >> bit) & 1) {
+        const int f = word * 64 + bit, cap = halformer_cuda_capability_of_feature(f);
+        if (feature_level(f) > forced_level)
           return 0;
+        if (cap && halformer_cuda_capability() < cap)
+          return 0;
+      }
   return halide_default_can_use_target_features(count, features);
 }
 
@@ -52,6 +60,7 @@ static void on_error(void* user_context, const char* msg) {
   (void)user_context;
   snprintf(last_error, sizeof last_error, "%s", msg);
 }
+void halformer_set_error(const char* msg) { on_error(NULL, msg); }
 
 static int parse(const char* isa) {
   if (!isa || !strcmp(isa, "auto") || !*isa)

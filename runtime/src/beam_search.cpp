@@ -63,8 +63,8 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   for (int step = 0; step < o.max_len && remaining > 0; ++step) {
     for (int r = 0; r < rows; ++r)
       step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
-    e.decode(step_ids, step);
-    fbuffer lp = e.log_probs(); // (vocab, 1, rows)
+    e.decode(step_ids, step, false); // only the log-probabilities come to the host
+    fbuffer lp = e.log_probs();      // (vocab, 1, rows)
     for (int r = 0; r < rows; ++r)
       parent[r] = r;
     const bool last = step == o.max_len - 1;

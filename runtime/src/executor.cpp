@@ -2,7 +2,6 @@
 
 #include "halformer/dsl/layers.hpp"
 #include "halformer/error.hpp"
-#include "hf_all.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +28,11 @@ const std::map<std::string, std::vector<std::string>>& signatures() {
 }
 
 // Kernels take non-const halide_buffer_t* but do not write their inputs.
+// Buffer::translate() without dropping a device crop (translate() does): an
+// element's address, on the host or the device, is relative to the min corner,
+// so shifting the mins renumbers the coordinates and changes nothing else.
+void renumber(fbuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
+
 template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
   return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
 }
@@ -42,7 +46,75 @@ bool persistent(const std::string& name) {
 }
 } // namespace
 
-executor::executor(const model_config& c, const model_weights& w) : config_(c), weights_(w) {
+namespace {
+const halide_device_interface_t* interface_of(device d) {
+  return d == device::cpu ? nullptr : halformer_device_interface(device_name(d));
+}
+void require_ok(int rc, const char* what, device d) {
+  if (rc != 0)
+    throw error(std::string(what) + " on " + device_name(d) + " failed (code " + std::to_string(rc) +
+                "): " + halformer_last_error());
+}
+} // namespace
+
+void executor::upload_weights(model_weights& w, device d) {
+  const halide_device_interface_t* iface = interface_of(d);
+  if (!iface)
+    return;
+  auto up = [&](fbuffer& b) {
+    if (b.data() == nullptr)
+      return; // absent (e.g. no final norm)
+    b.set_host_dirty();
+    require_ok(b.copy_to_device(iface), "uploading the weights", d);
+  };
+  for (fbuffer* b : {&w.src_embed, &w.tgt_embed, &w.encoder_norm_w, &w.encoder_norm_b, &w.decoder_norm_w,
+                     &w.decoder_norm_b, &w.generator_w, &w.generator_b})
+    up(*b);
+  for (auto* layers : {&w.encoder, &w.decoder})
+    for (auto& layer : *layers)
+      for (auto& [name, b] : layer)
+        up(b);
+}
+
+void executor::place(fbuffer& b) const {
+  if (iface_) {
+    b.set_host_dirty();
+    require_ok(b.copy_to_device(iface_), "allocating activations", device_);
+  }
+}
+void executor::place(ibuffer& b) const {
+  if (iface_) {
+    b.set_host_dirty();
+    require_ok(b.copy_to_device(iface_), "allocating lengths", device_);
+  }
+}
+template <class B> void executor::upload(B& b) const {
+  if (iface_) {
+    b.set_host_dirty();
+    require_ok(b.copy_to_device(iface_), "copying to the device", device_);
+  }
+}
+template <class B> void executor::download(B& b) const {
+  if (iface_) {
+    b.set_device_dirty();
+    require_ok(b.copy_to_host(), "copying from the device", device_);
+  }
+}
+void executor::copy(fbuffer src, fbuffer dst) const {
+  if (!iface_) {
+    dst.copy_from(src);
+    return;
+  }
+  require_ok(halide_buffer_copy(nullptr, src.raw_buffer(), iface_, dst.raw_buffer()), "copying on the device", device_);
+  written(dst);
+}
+// A kernel left `view` device_dirty. The executor tracks where data is current
+// itself (parents are never marked), so the flag is cleared: a view is temporary,
+// and destroying a dirty one would be an error in Halide's Buffer.
+void executor::written(fbuffer& view) { view.set_device_dirty(false); }
+
+executor::executor(const model_config& c, const model_weights& w, device d)
+    : config_(c), weights_(w), device_(d), k_(kernels_of(d)), iface_(interface_of(d)) {
   const auto enc = c.norm_first ? layers::flatten(layers::encoder_layer(dsl::hana::true_c, c.activation))
                                 : layers::flatten(layers::encoder_layer(dsl::hana::false_c, c.activation));
   const auto dec = c.norm_first ? layers::flatten(layers::decoder_layer(dsl::hana::true_c, c.activation))
@@ -152,6 +224,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
       sizes = {config_.d_k(), config_.nhead, tgt_cap_, rows_cap_}; // storage (d_k, heads, position, batch)
     buf = fbuffer(sizes);
     buf.fill(0.0f);
+    place(buf);
   }
   const int d = config_.d_model, v = config_.tgt_vocab;
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
@@ -160,6 +233,10 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   logits_ = fbuffer(v, tgt_cap_, rows_cap_);
   log_probs_ = fbuffer(v, tgt_cap_, rows_cap_);
   scratch_ = fbuffer(config_.d_k(), config_.nhead, tgt_cap_, rows_cap_);
+  for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_})
+    place(*b);
+  for (fbuffer* b : {&normed_, &logits_, &log_probs_, &scratch_})
+    place(*b);
 }
 
 fbuffer executor::view(const operand& o) const {
@@ -182,11 +259,26 @@ fbuffer executor::view(const operand& o) const {
     const int first = o.kind == role::cache_write ? pos_ : 0;
     fbuffer b = o.act->cropped(2, first, pos_ + t_ - first).cropped(3, 0, rows_);
     b.transpose(1, 2);
-    b.translate(1, -first); // kernels want min 0 (no std::vector, no allocation)
+    renumber(b, 1, -first); // kernels want min 0
     return b;
   }
   }
   return {};
+}
+
+// On a GPU, new cache positions (pos > 0) are written to a staging buffer and then
+// copied into the cache: a kernel argument that starts inside an OpenCL buffer is
+// a sub-buffer, whose offset must be aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN, up to
+// 4 KiB), and a position's offset is not. Copies take any offset.
+bool executor::staged(const operand& o) const { return iface_ && o.kind == role::cache_write && pos_ > 0; }
+
+fbuffer executor::staging(const operand& o) {
+  fbuffer& st = staging_[o.act];
+  if (st.data() == nullptr || st.dim(1).extent() < t_ || st.dim(3).extent() < rows_cap_) {
+    st = fbuffer(config_.d_k(), std::max(t_, 1), config_.nhead, rows_cap_); // grows rarely: t is 1 when decoding
+    place(st);
+  }
+  return st.cropped(1, 0, t_).cropped(3, 0, rows_);
 }
 
 void executor::check(int rc, const char* kernel) const {
@@ -201,37 +293,44 @@ void executor::run(const plan& p) {
     std::array<fbuffer, 10> a;
     for (std::size_t i = 0; i < s.args.size(); ++i)
       if (s.args[i].kind != role::lengths)
-        a[i] = view(s.args[i]);
+        a[i] = staged(s.args[i]) ? staging(s.args[i]) : view(s.args[i]);
     int rc = 0;
     switch (s.function) {
     case fn::qkv_projection:
-      rc = hf_qkv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+      rc = k_.qkv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
       break;
     case fn::kv_projection:
-      rc = hf_kv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      rc = k_.kv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
       break;
     case fn::q_projection:
-      rc = hf_q_projection(a[0], a[1], a[2], a[3]);
+      rc = k_.q_projection(a[0], a[1], a[2], a[3]);
       break;
     case fn::attention: {
       ibuffer lengths = s.args[3].lengths->cropped(0, 0, rows_);
-      rc = hf_attention(a[0], a[1], a[2], lengths, s.causal, s.offset_is_position ? pos_ : 0, a[4]);
+      rc = k_.attention(a[0], a[1], a[2], lengths, s.causal, s.offset_is_position ? pos_ : 0, a[4]);
       break;
     }
     case fn::out_projection:
-      rc = hf_out_projection(a[0], a[1], a[2], a[3], a[4]);
+      rc = k_.out_projection(a[0], a[1], a[2], a[3], a[4]);
       break;
     case fn::ffn_relu:
-      rc = hf_ffn_relu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      rc = k_.ffn_relu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
       break;
     case fn::ffn_gelu:
-      rc = hf_ffn_gelu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+      rc = k_.ffn_gelu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
       break;
     case fn::layernorm:
-      rc = hf_layernorm(a[0], a[1], a[2], config_.layer_norm_eps, a[3]);
+      rc = k_.layernorm(a[0], a[1], a[2], config_.layer_norm_eps, a[3]);
       break;
     }
+    if (iface_)
+      for (std::size_t i = 0; i < s.args.size(); ++i)
+        if (s.args[i].kind != role::lengths)
+          written(a[i]);
     check(rc, s.name.c_str());
+    for (std::size_t i = 0; i < s.args.size(); ++i)
+      if (staged(s.args[i]))
+        copy(a[i], view(s.args[i])); // the new positions into the cache
   }
 }
 
@@ -240,18 +339,26 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   reserve(rows_, src_, 1);
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
+  upload(src_lengths_);
   fbuffer& x = acts_.at("encoder.x");
   fbuffer xv = x.cropped(1, 0, src_).cropped(2, 0, rows_);
   const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
-  check(hf_embedding(in(weights_.src_embed), in(ids), scale, 0, xv), "embedding (source)");
+  if (iface_)
+    const_cast<ibuffer&>(ids).set_host_dirty(); // a host buffer: its contents go up
+  const int rc = k_.embedding(in(weights_.src_embed), in(ids), scale, 0, xv);
+  written(xv);
+  check(rc, "embedding (source)");
   for (const plan& p : encoder_)
     run(p);
   fbuffer mv = memory();
-  if (config_.final_norm)
-    check(hf_layernorm(xv, in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), config_.layer_norm_eps, mv),
-          "layernorm (encoder final)");
-  else
-    mv.copy_from(xv);
+  if (config_.final_norm) {
+    const int rc2 =
+        k_.layernorm(xv, in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), config_.layer_norm_eps, mv);
+    written(mv);
+    check(rc2, "layernorm (encoder final)");
+  } else {
+    copy(xv, mv);
+  }
 }
 
 void executor::expand(int k) {
@@ -260,6 +367,7 @@ void executor::expand(int k) {
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
   fbuffer& m = acts_.at("decoder.memory");
+  download(m);
   const std::size_t row = std::size_t(config_.d_model) * src_;
   for (int r = rows_ - 1; r >= 0; --r)
     for (int j = k - 1; j >= 0; --j) {
@@ -268,11 +376,13 @@ void executor::expand(int k) {
       src_lengths_(r * k + j) = src_lengths_(r);
     }
   rows_ *= k;
+  upload(m);
+  upload(src_lengths_);
 }
 
 void executor::project_memory() { run(cross_); }
 
-fbuffer executor::decode(const ibuffer& ids, int pos) {
+fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   t_ = ids.dim(0).extent(), pos_ = pos;
   if (ids.dim(1).extent() != rows_)
     throw error("decode: token rows differ from the encoded batch");
@@ -280,20 +390,31 @@ fbuffer executor::decode(const ibuffer& ids, int pos) {
     throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
   for (int r = 0; r < rows_; ++r)
     tgt_lengths_(r) = pos + t_;
+  upload(tgt_lengths_);
   fbuffer& y = acts_.at("decoder.y");
   fbuffer yv = y.cropped(1, 0, t_).cropped(2, 0, rows_);
   const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
-  check(hf_embedding(in(weights_.tgt_embed), in(ids), scale, pos, yv), "embedding (target)");
+  if (iface_)
+    const_cast<ibuffer&>(ids).set_host_dirty();
+  int rc = k_.embedding(in(weights_.tgt_embed), in(ids), scale, pos, yv);
+  written(yv);
+  check(rc, "embedding (target)");
   for (const plan& p : decoder_)
     run(p);
   fbuffer nv = normed_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  if (config_.final_norm)
-    check(hf_layernorm(yv, in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), config_.layer_norm_eps, nv),
-          "layernorm (decoder final)");
-  else
-    nv.copy_from(yv);
+  if (config_.final_norm) {
+    rc = k_.layernorm(yv, in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), config_.layer_norm_eps, nv);
+    written(nv);
+    check(rc, "layernorm (decoder final)");
+  } else {
+    copy(yv, nv);
+  }
   fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  check(hf_logits(nv, in(weights_.generator_w), in(weights_.generator_b), lv), "logits");
+  rc = k_.logits(nv, in(weights_.generator_w), in(weights_.generator_b), lv);
+  written(lv);
+  check(rc, "logits");
+  if (logits_to_host)
+    download(lv);
   return lv;
 }
 
@@ -301,11 +422,27 @@ fbuffer executor::log_probs() {
   fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
   fbuffer pv = log_probs_.cropped(1, 0, t_).cropped(2, 0, rows_);
   ibuffer len = vocab_lengths_.cropped(0, 0, rows_);
-  check(hf_log_softmax(lv, len, false, 0, pv), "log_softmax");
+  const int rc = k_.log_softmax(lv, len, false, 0, pv);
+  written(pv);
+  check(rc, "log_softmax");
+  download(pv);
   return pv;
 }
 
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
+  if (iface_) { // row copies on the device, through the scratch buffer
+    for (const std::string& key : caches_) {
+      fbuffer& c = acts_.at(key);
+      for (int r = 0; r < rows_; ++r) {
+        fbuffer from = c.cropped(2, 0, len).cropped(3, parent[r], 1);
+        renumber(from, 3, r - parent[r]); // copies match coordinates
+        copy(from, scratch_.cropped(2, 0, len).cropped(3, r, 1));
+      }
+      for (int r = 0; r < rows_; ++r)
+        copy(scratch_.cropped(2, 0, len).cropped(3, r, 1), c.cropped(2, 0, len).cropped(3, r, 1));
+    }
+    return;
+  }
   const std::size_t row = std::size_t(config_.d_model) * len;
   for (const std::string& key : caches_) {
     fbuffer& c = acts_.at(key);
@@ -319,5 +456,10 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
 
 // The decoder layers read the encoder output as the activation "memory".
 fbuffer executor::memory() const { return acts_.at("decoder.memory").cropped(1, 0, src_).cropped(2, 0, rows_); }
+fbuffer executor::memory_on_host() {
+  fbuffer m = memory();
+  download(m);
+  return m;
+}
 
 } // namespace halformer

@@ -2,8 +2,17 @@
 // (dsl/layers.hpp): each step is bound once, at construction, to weight buffers
 // and to activation buffers sized by reserve(); running a step only makes views
 // (crops) of those buffers, so nothing is allocated inside a decode loop.
+//
+// On a GPU (OpenCL, CUDA) every buffer the executor owns is allocated on the
+// device once, in reserve(); weights are uploaded once, at load. Kernels then read
+// and write device memory only: a view shares its parent's device allocation
+// (a device crop), and the executor, not Halide's dirty bits, knows where data is
+// current. Host code touches device data only where it must: token ids and
+// lengths go up, logits or log-probabilities and (on request) the encoder output
+// come down, and beam reordering copies cache rows on the device.
 #pragma once
 
+#include "kernel_table.hpp"
 #include "weights.hpp"
 
 #include <array>
@@ -19,7 +28,8 @@ namespace halformer {
 
 class executor {
 public:
-  executor(const model_config& config, const model_weights& weights);
+  // `weights` must already be on `dev` (upload_weights()).
+  executor(const model_config& config, const model_weights& weights, device dev = device::cpu);
 
   // Sizes every activation buffer and cache for `rows` batch rows, sources of up to
   // `src_len` tokens and `tgt_len` target positions. Allocates only when growing.
@@ -32,15 +42,20 @@ public:
   // Projects memory() to every decoder layer's cross-attention keys and values.
   void project_memory();
   // Runs the decoder on ids (t, rows) at positions pos .. pos + t - 1, with the
-  // self-attention caches holding positions < pos; returns logits (vocab, t, rows).
-  fbuffer decode(const ibuffer& ids, int pos);
-  // Log-probabilities (vocab, t, rows) of the last decode()'s logits.
+  // self-attention caches holding positions < pos; returns logits (vocab, t, rows),
+  // on the host unless `logits_to_host` is false (then read them via log_probs()).
+  fbuffer decode(const ibuffer& ids, int pos, bool logits_to_host = true);
+  // Log-probabilities (vocab, t, rows) of the last decode()'s logits, on the host.
   fbuffer log_probs();
   // Row r of every self-attention cache becomes row parent[r] (positions < len).
   void reorder_caches(const std::vector<int>& parent, int len);
 
-  fbuffer memory() const; // (d_model, src_len, rows)
+  fbuffer memory() const;   // (d_model, src_len, rows), where the kernels keep it
+  fbuffer memory_on_host(); // the same, copied to the host first on a GPU
   int rows() const { return rows_; }
+
+  // Allocates every weight on `dev` and uploads it (nothing on the CPU).
+  static void upload_weights(model_weights& w, device dev);
 
 private:
   enum class fn {
@@ -75,11 +90,23 @@ private:
             bool decoder);
   void run(const plan& p);
   fbuffer view(const operand& o) const;
+  bool staged(const operand& o) const;
+  fbuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success
+  // Device residency (no-ops on the CPU).
+  void place(fbuffer& b) const; // allocate on the device, upload the host contents
+  void place(ibuffer& b) const;
+  template <class B> void upload(B& b) const;   // after host writes
+  template <class B> void download(B& b) const; // before host reads
+  void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
+  static void written(fbuffer& view);           // a kernel wrote `view` (see executor.cpp)
   fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, bool cache);
 
   const model_config& config_;
   const model_weights& weights_;
+  const device device_;
+  const kernel_table& k_;
+  const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
   std::vector<step> cross_; // every decoder layer's kv_projection, run once per source
   std::map<std::string, fbuffer> acts_;
@@ -88,6 +115,7 @@ private:
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   fbuffer logits_, log_probs_, normed_;
   fbuffer scratch_;
+  std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;
   // The current call's extents.
   int rows_ = 0, src_ = 0, t_ = 0, pos_ = 0;

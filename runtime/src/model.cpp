@@ -2,8 +2,10 @@
 
 #include "beam_search.hpp"
 #include "executor.hpp"
-#include "hf_all.h"
 #include "kernel_memory.hpp"
+#include "kernel_table.hpp"
+
+#include <HalideRuntimeOpenCL.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,7 +23,43 @@ struct Model::impl {
   std::unique_ptr<executor> exec;
   int position = 0; // next decode_step's position
   ibuffer step_ids; // (1, rows), sized by begin()
+  halformer::device device = halformer::device::cpu;
 };
+
+namespace {
+// "cpu", "cuda", "opencl" or "auto" -> a usable device. A named GPU that is not
+// usable is an error; "auto" takes CUDA, else an OpenCL GPU, else the CPU, and
+// says why in the warnings.
+device select_device(const std::string& name, std::vector<std::string>& warnings) {
+  if (name == "cpu")
+    return device::cpu;
+  if (name != "auto" && name != "cuda" && name != "opencl")
+    throw error("unknown device '" + name + "' (expected cpu, cuda, opencl or auto)");
+#if HALFORMER_GPU
+  if (name == "cuda" || name == "opencl") {
+    if (!halformer_device_available(name.c_str()))
+      throw error(std::string("device ") + name + ": " + halformer_last_error());
+    return name == "cuda" ? device::cuda : device::opencl;
+  }
+  if (halformer_device_available("cuda"))
+    return device::cuda;
+  std::string why = std::string("device auto: ") + halformer_last_error();
+  // OpenCL only on a GPU: an OpenCL CPU device (PoCL) is slower than the CPU kernels.
+  halide_opencl_set_device_type("gpu");
+  const bool opencl_gpu = halformer_device_available("opencl");
+  if (opencl_gpu)
+    return device::opencl;
+  halide_opencl_set_device_type(nullptr);
+  warnings.push_back(why + "; no OpenCL GPU (" + halformer_last_error() + "); running on the CPU");
+  return device::cpu;
+#else
+  if (name != "auto")
+    throw error("device " + name + ": this build has no GPU kernels (HALFORMER_GPU=OFF)");
+  warnings.push_back("device auto: this build has no GPU kernels; running on the CPU");
+  return device::cpu;
+#endif
+}
+} // namespace
 
 Model::Model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 Model::Model(Model&&) noexcept = default;
@@ -30,6 +68,7 @@ Model::~Model() = default;
 
 const model_config& Model::config() const { return impl_->config; }
 const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
+std::string Model::device() const { return device_name(impl_->device); }
 
 Model Model::load(const std::string& dir, const load_options& options) {
   if (halformer_kernels_init() != 0)
@@ -48,7 +87,9 @@ Model Model::load(const std::string& dir, const load_options& options) {
   p->config = model_config::load(dir + "/config.json", &p->warnings);
   safetensors_file file(dir + "/model.safetensors");
   p->weights = model_weights::load(file, p->config);
-  p->exec = std::make_unique<executor>(p->config, p->weights);
+  p->device = select_device(options.device, p->warnings);
+  executor::upload_weights(p->weights, p->device);
+  p->exec = std::make_unique<executor>(p->config, p->weights, p->device);
   return Model(std::move(p));
 }
 
@@ -117,7 +158,7 @@ std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sourc
        lengths);
   impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), 1);
   impl_->exec->encode(ids, lengths);
-  fbuffer m = impl_->exec->memory();
+  fbuffer m = impl_->exec->memory_on_host();
   std::vector<std::vector<float>> out(sources.size());
   for (std::size_t b = 0; b < sources.size(); ++b)
     out[b].assign(&m(0, 0, int(b)), &m(0, 0, int(b)) + std::size_t(m.dim(0).extent()) * m.dim(1).extent());
@@ -188,7 +229,7 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
   e.project_memory();
   logits = dense(e.decode(tgt_ids, 0)); // (vocab, t, batch) is [batch][t][vocab]
   if (memory)
-    *memory = dense(e.memory());
+    *memory = dense(e.memory_on_host());
 }
 
 std::vector<std::vector<hypothesis>>
@@ -230,6 +271,20 @@ std::string Model::kernel_info() {
   for (const char* isa : {"avx512", "avx2", "sse41"})
     if (halformer_cpu_supports(isa))
       s += std::string(" ") + isa;
+#if HALFORMER_GPU
+  s += "\nGPU kernels: cuda (PTX for sm_86, sm_80, sm_70), opencl";
+  for (const char* api : {"cuda", "opencl"}) {
+    s += std::string("\n  ") + api + ": ";
+    if (halformer_device_available(api))
+      s += api == std::string("cuda")
+               ? "usable (compute capability " + std::to_string(halformer_cuda_capability()) + ")"
+               : std::string("usable");
+    else
+      s += halformer_last_error();
+  }
+#else
+  s += "\nGPU kernels: not built (HALFORMER_GPU=OFF)";
+#endif
   return s;
 }
 

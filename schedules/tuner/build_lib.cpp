@@ -26,21 +26,47 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 }
 } // namespace
 
-std::string build_lib(const toolchain& t, const catalog& c, const build_lib_options& o) {
+// The GPU API of a Halide target string ("cuda", "opencl"), or "" for a CPU target.
+std::string gpu_api(const std::string& target) {
+  for (const char* api : {"cuda", "opencl", "metal", "vulkan", "d3d12compute", "webgpu"})
+    if (("-" + target + "-").find(std::string("-") + api + "-") != std::string::npos)
+      return api;
+  return "";
+}
+
+std::vector<std::string> expand_targets(const std::vector<std::string>& names) {
   std::vector<std::string> targets;
-  for (const auto& tg : o.targets) {
-    if (tg == "x86") {
+  for (const auto& tg : names) {
+    if (tg == "x86")
       for (const char* isa : {"avx512", "avx2", "sse41"})
         targets.push_back(target_of_isa(isa));
-    } else if (tg.find("cuda") != std::string::npos || tg.find("opencl") != std::string::npos ||
-               tg.find("metal") != std::string::npos || tg.find("vulkan") != std::string::npos) {
-      throw error("target '" + tg + "': halformer has no GPU schedules yet (see the GPU issue); x86 targets only");
-    } else {
+    else if (tg == "cuda") // PTX for V100, A100, RTX 30; newer GPUs JIT the newest
+      for (const char* cap : {"86", "80", "70"})
+        targets.push_back(std::string("x86-64-linux-sse41-cuda-cuda_capability_") + cap);
+    else if (tg == "opencl")
+      targets.push_back("x86-64-linux-sse41-opencl");
+    else
       targets.push_back(tg);
-    }
   }
+  return targets;
+}
+
+std::string build_lib(const toolchain& t, const catalog& c, const build_lib_options& o) {
+  const std::vector<std::string> targets = expand_targets(o.targets);
   if (targets.empty())
     throw error("build-lib needs --target");
+  // One library is one multi-target dispatcher: every target of one GPU API, or
+  // every target a CPU one.
+  const std::string api = gpu_api(targets.front());
+  for (const auto& tg : targets)
+    if (gpu_api(tg) != api)
+      throw error("targets '" + targets.front() + "' and '" + tg +
+                  "' mix devices: build the CPU and each GPU library separately (they link together)");
+  if (!api.empty() && api != "cuda" && api != "opencl")
+    throw error("target '" + targets.front() + "': halformer has GPU schedules for cuda and opencl only");
+  const std::string prefix = api.empty() ? "hf_" : "hf_" + api + "_";
+  const std::string lib_name = api.empty() ? "libhalformer_kernels.a" : "libhalformer_kernels_" + api + ".a";
+  const std::string header_name = api.empty() ? "hf_all.h" : "hf_all_" + api + ".h";
   std::vector<const kernel_info*> kernels;
   if (o.kernels.empty())
     for (const auto& k : c.kernels)
@@ -52,8 +78,14 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
   const std::string obj = o.out_dir + "/obj";
   fs::create_directories(obj);
   const auto hw = this_machine();
-  const auto report =
-      export_knobs(t.knob_file, database(o.db_dir), hw, "transformer-base", o.out_dir + "/knobs.json", c.revisions);
+  // CPU libraries take this machine's tuned records over the hand defaults; GPU
+  // libraries the GPU defaults (schedules/knobs/gpu.json; GPU tuning is per device).
+  export_report report;
+  std::string knob_file = o.out_dir + "/knobs.json";
+  if (api.empty())
+    report = export_knobs(t.knob_file, database(o.db_dir), hw, "transformer-base", knob_file, c.revisions);
+  else
+    knob_file = t.gpu_knob_file;
   std::vector<std::string> no_runtime;
   for (const auto& tg : targets)
     no_runtime.push_back(tg + "-no_runtime");
@@ -66,27 +98,33 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
                                   "-g",
                                   k->generator,
                                   "-f",
-                                  "hf_" + k->name,
+                                  prefix + k->name,
                                   "-n",
-                                  "hf_" + k->name,
+                                  prefix + k->name,
                                   "-e",
                                   emit,
                                   "-o",
                                   obj,
                                   "target=" + join(no_runtime, ","),
-                                  "knob_file=" + o.out_dir + "/knobs.json"};
+                                  "knob_file=" + knob_file};
     argv.insert(argv.end(), k->params.begin(), k->params.end());
     run_or_throw(argv, "generating hf_" + k->name);
-    archives.push_back(obj + "/hf_" + k->name + ".a");
-    fs::copy_file(obj + "/hf_" + k->name + ".h", o.out_dir + "/hf_" + k->name + ".h",
+    archives.push_back(obj + "/" + prefix + k->name + ".a");
+    fs::copy_file(obj + "/" + prefix + k->name + ".h", o.out_dir + "/" + prefix + k->name + ".h",
                   fs::copy_options::overwrite_existing);
   }
-  // One Halide runtime for every kernel, for the baseline (last) target.
-  run_or_throw({t.generator, "-r", "halformer_runtime", "-e", "static_library", "-o", obj, "target=" + targets.back()},
+  // One Halide runtime for every kernel: the baseline (last) target's, with the
+  // CUDA and OpenCL modules that device probing (device.c) refers to; they load
+  // their drivers only when used.
+  std::string runtime_target = targets.back();
+  for (const char* feature : {"-cuda", "-opencl"})
+    if (("-" + runtime_target + "-").find(std::string(feature) + "-") == std::string::npos)
+      runtime_target += feature;
+  run_or_throw({t.generator, "-r", "halformer_runtime", "-e", "static_library", "-o", obj, "target=" + runtime_target},
                "generating the Halide runtime");
   archives.push_back(obj + "/halformer_runtime.a");
   archives.push_back(t.isa_lib);
-  const std::string lib = o.out_dir + "/libhalformer_kernels.a";
+  const std::string lib = o.out_dir + "/" + lib_name;
   fs::remove(lib);
   std::ofstream mri(obj + "/merge.mri");
   mri << "CREATE " << lib << "\n";
@@ -95,15 +133,19 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
   mri << "SAVE\nEND\n";
   mri.close();
   run_or_throw({"sh", "-c", "ar -M < '" + obj + "/merge.mri' && ranlib '" + lib + "'"}, "merging the archive");
-  for (const auto& h : {t.kernel_header, t.runtime_header})
+  const std::string runtime_dir = fs::path(t.runtime_header).parent_path().string();
+  for (const auto& h : {t.kernel_header, t.runtime_header, runtime_dir + "/HalideRuntimeCuda.h",
+                        runtime_dir + "/HalideRuntimeOpenCL.h"})
     fs::copy_file(h, o.out_dir + "/" + fs::path(h).filename().string(), fs::copy_options::overwrite_existing);
-  std::ofstream all(o.out_dir + "/hf_all.h");
+  std::ofstream all(o.out_dir + "/" + header_name);
   all << "/* Every kernel of this library. Generated by halformer build-lib. */\n#include \"halformer_kernels.h\"\n";
   for (const kernel_info* k : kernels)
-    all << "#include \"hf_" << k->name << ".h\"\n";
+    all << "#include \"" << prefix << k->name << ".h\"\n";
   return "wrote " + lib + " (" + std::to_string(kernels.size()) + " kernels x " + std::to_string(targets.size()) +
-         " targets; schedules: " + std::to_string(report.tuned.size()) +
-         " tuned for this machine, others hand defaults)";
+         " targets; schedules: " +
+         (api.empty() ? std::to_string(report.tuned.size()) + " tuned for this machine, others hand defaults"
+                      : "the " + api + " defaults of " + t.gpu_knob_file) +
+         ")";
 }
 
 } // namespace halformer::tuner

@@ -31,6 +31,7 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"kernel_header\": \"${CMAKE_SOURCE_DIR}/runtime/kernels/halformer_kernels.h\",
   \"runtime_header\": \"${halide_include}/HalideRuntime.h\",
   \"autoscheduler_dir\": \"$<TARGET_FILE_DIR:Halide::Adams2019>\",
-  \"blas_harness\": \"$<TARGET_FILE:blas_harness>\"
+  \"blas_harness\": \"$<TARGET_FILE:blas_harness>\",
+  \"gpu_knob_file\": \"${HALFORMER_GPU_KNOB_FILE}\"
 }
 ")

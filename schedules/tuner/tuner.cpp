@@ -52,6 +52,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
   t.isa_lib = j.at("isa_lib"), t.kernel_header = j.at("kernel_header"), t.runtime_header = j.at("runtime_header");
   t.autoscheduler_dir = j.at("autoscheduler_dir"), t.blas_harness = j.at("blas_harness");
+  t.gpu_knob_file = j.at("gpu_knob_file");
   return t;
 }
 
@@ -71,15 +72,21 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
   for (const auto& k : kernels)
     c.kernels.push_back(
         {k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
-  if (spaces.contains("_revisions"))
-    c.revisions = spaces["_revisions"].get<std::map<std::string, int>>();
+  // The CPU schedules' spaces at the top level, the GPU schedules' under "gpu".
+  auto read_spaces = [](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs) {
+    if (j.contains("_revisions"))
+      revs = j["_revisions"].get<std::map<std::string, int>>();
+    for (const auto& [section, knobs] : j.items())
+      if (section[0] != '_' && section != "gpu")
+        for (const auto& k : knobs)
+          out[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
+  };
+  read_spaces(spaces, c.spaces, c.revisions);
+  if (spaces.contains("gpu"))
+    read_spaces(spaces["gpu"], c.gpu_spaces, c.gpu_revisions);
   for (auto& k : c.kernels)
     if (auto r = c.revisions.find(k.knob_section); r != c.revisions.end())
       k.revision = r->second;
-  for (const auto& [section, knobs] : spaces.items())
-    if (section[0] != '_')
-      for (const auto& k : knobs)
-        c.spaces[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
   return c;
 }
 

@@ -25,6 +25,7 @@ struct toolchain {
   std::string kernel_header, runtime_header; // halformer_kernels.h, HalideRuntime.h
   std::string autoscheduler_dir;             // libautoschedule_*.so
   std::string blas_harness;                  // the BLAS baseline's measuring program
+  std::string gpu_knob_file;                 // default knob values of the GPU schedules
   static toolchain from_json_file(const std::string& path);
 };
 
@@ -38,8 +39,10 @@ using knob_set = std::map<std::string, int>;
 
 struct catalog {
   std::vector<kernel_info> kernels;
-  std::map<std::string, knob_space> spaces; // by knob section
-  std::map<std::string, int> revisions;     // by knob section
+  std::map<std::string, knob_space> spaces;     // by knob section
+  std::map<std::string, int> revisions;         // by knob section
+  std::map<std::string, knob_space> gpu_spaces; // the GPU schedules' (cuda, opencl)
+  std::map<std::string, int> gpu_revisions;
   const kernel_info& kernel(const std::string& name) const;
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };

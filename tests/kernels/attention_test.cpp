@@ -30,7 +30,7 @@ void check_attention(const case_& c, const std::vector<int>& lengths, float scal
   for (int b = 0; b < c.batch; ++b)
     len(b) = lengths[b];
   Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
-  REQUIRE_OK(hf_attention(q, k, v, len, c.causal, c.offset, out));
+  REQUIRE_OK(HF(attention)(q, k, v, len, c.causal, c.offset, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), lengths, c.causal, c.offset),
               test::rtol);
 }
@@ -77,7 +77,7 @@ TEST_CASE("attention reads K/V through strided cache views", "[attention][layout
   Buffer<int32_t> len(batch);
   len(0) = tk, len(1) = 20;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(hf_attention(q, k, v, len, true, tk - tq, out));
+  REQUIRE_OK(HF(attention)(q, k, v, len, true, tk - tq, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
               test::rtol);
 }
@@ -94,7 +94,7 @@ TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(hf_attention(q, k, v, len, false, 0, out));
+  REQUIRE_OK(HF(attention)(q, k, v, len, false, 0, out));
   double max_logit = 0;
   for (int t = 0; t < tq; ++t)
     for (int j = 0; j < tk; ++j) {

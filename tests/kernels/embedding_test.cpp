@@ -22,7 +22,7 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
     ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });
     const float scale = std::sqrt(float(s.d_model));
     Buffer<float> out(s.d_model, s.t, s.batch);
-    REQUIRE_OK(hf_embedding(table, ids, scale, s.offset, out));
+    REQUIRE_OK(HF(embedding)(table, ids, scale, s.offset, out));
     const auto want = ref::embedding(test::to_ref(table), id_rows, scale, s.offset);
     const double atol = 1e-5 + 4.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
     double worst = 0;
@@ -43,6 +43,6 @@ TEST_CASE("out-of-range token ids are an error naming the id", "[embedding][erro
   for (int bad : {10, -1, 1 << 30}) {
     ids.fill(3);
     ids(2, 1) = bad;
-    REQUIRE_KERNEL_ERROR(hf_embedding(table, ids, 1.0f, 0, out), "token id " + std::to_string(bad));
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 1.0f, 0, out), "token id " + std::to_string(bad));
   }
 }

@@ -10,13 +10,13 @@ TEST_CASE("attention rejects inconsistent shapes", "[errors]") {
   len(0) = 9;
   Buffer<float> out(16, 4, 2, 1);
   auto v_short = test::random({16, 8, 2, 1});
-  REQUIRE_KERNEL_ERROR(hf_attention(q, k, v_short, len, false, 0, out), "v");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_short, len, false, 0, out), "v");
   auto k_wide = test::random({32, 9, 2, 1});
-  REQUIRE_KERNEL_ERROR(hf_attention(q, k_wide, v, len, false, 0, out), "k");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k_wide, v, len, false, 0, out), "k");
   Buffer<int32_t> len2(2);
-  REQUIRE_KERNEL_ERROR(hf_attention(q, k, v, len2, false, 0, out), "lengths");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len2, false, 0, out), "lengths");
   Buffer<float> out_bad(16, 5, 2, 1);
-  REQUIRE_KERNEL_ERROR(hf_attention(q, k, v, len, false, 0, out_bad), "out");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len, false, 0, out_bad), "out");
 }
 
 TEST_CASE("projections reject a weight of the wrong width", "[errors]") {
@@ -24,31 +24,31 @@ TEST_CASE("projections reject a weight of the wrong width", "[errors]") {
   auto w = test::random({16, 3, 48}), w_bad = test::random({16, 3, 40});
   auto b = test::random({16, 3});
   Buffer<float> q(16, 3, 3, 1);
-  REQUIRE_KERNEL_ERROR(hf_q_projection(x, w_bad, b, q), "w_q");
+  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w_bad, b, q), "w_q");
   auto b_bad = test::random({16, 2});
-  REQUIRE_KERNEL_ERROR(hf_q_projection(x, w, b_bad, q), "b_q");
-  REQUIRE_OK(hf_q_projection(x, w, b, q));
+  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w, b_bad, q), "b_q");
+  REQUIRE_OK(HF(q_projection)(x, w, b, q));
 }
 
 TEST_CASE("layernorm rejects gamma of the wrong size and a non-unit inner stride", "[errors]") {
   auto x = test::random({10, 2, 1});
   auto gamma = test::random({9}), beta = test::random({10});
   Buffer<float> out(10, 2, 1);
-  REQUIRE_KERNEL_ERROR(hf_layernorm(x, gamma, beta, 1e-5f, out), "gamma");
+  REQUIRE_KERNEL_ERROR(HF(layernorm)(x, gamma, beta, 1e-5f, out), "gamma");
   // A transposed view has stride != 1 in dim 0: the kernels require dense rows.
   auto big = test::random({2, 10, 1});
   Buffer<float> xt = big;
   xt.transpose(0, 1);
   auto gamma_ok = test::random({10});
-  REQUIRE_KERNEL_ERROR(hf_layernorm(xt, gamma_ok, beta, 1e-5f, out), "stride");
+  REQUIRE_KERNEL_ERROR(HF(layernorm)(xt, gamma_ok, beta, 1e-5f, out), "stride");
 }
 
 TEST_CASE("ffn and logits reject mismatched inner widths", "[errors]") {
   auto x = test::random({8, 2, 1}), r = test::random({8, 2, 1});
   auto w1 = test::random({16, 8}), b1 = test::random({16}), w2 = test::random({8, 15}), b2 = test::random({8});
   Buffer<float> out(8, 2, 1);
-  REQUIRE_KERNEL_ERROR(hf_ffn_relu(x, r, w1, b1, w2, b2, out), "w2");
+  REQUIRE_KERNEL_ERROR(HF(ffn_relu)(x, r, w1, b1, w2, b2, out), "w2");
   auto w = test::random({5, 9}), b = test::random({5});
   Buffer<float> logits(5, 2, 1);
-  REQUIRE_KERNEL_ERROR(hf_logits(x, w, b, logits), "w");
+  REQUIRE_KERNEL_ERROR(HF(logits)(x, w, b, logits), "w");
 }

@@ -16,7 +16,8 @@ TEST_CASE("ffn (relu and gelu) matches the reference", "[ffn]") {
       auto w2 = test::random({s.d_model, s.d_ff}, 1.0f / std::sqrt(float(s.d_ff)));
       auto b1 = test::random({s.d_ff}, 0.1f), b2 = test::random({s.d_model}, 0.1f);
       Buffer<float> out(s.d_model, s.t, s.batch);
-      REQUIRE_OK((gelu ? hf_ffn_gelu : hf_ffn_relu)(x, residual, w1, b1, w2, b2, out));
+      REQUIRE_OK(gelu ? HF(ffn_gelu)(x, residual, w1, b1, w2, b2, out)
+                      : HF(ffn_relu)(x, residual, w1, b1, w2, b2, out));
       CHECK_CLOSE(out,
                   ref::ffn(test::to_ref(x), test::to_ref(residual), test::to_ref(w1), test::to_ref(b1),
                            test::to_ref(w2), test::to_ref(b2), gelu),

@@ -32,7 +32,7 @@ TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
     auto wq = random_head_weights(s.d_k, s.heads, dm), wk = random_head_weights(s.d_k, s.heads, dm),
          wv = random_head_weights(s.d_k, s.heads, dm);
     Buffer<float> q(s.d_k, s.t, s.heads, s.batch), k(s.d_k, s.t, s.heads, s.batch), v(s.d_k, s.t, s.heads, s.batch);
-    REQUIRE_OK(hf_qkv_projection(x, wq.w, wk.w, wv.w, wq.b, wk.b, wv.b, q, k, v));
+    REQUIRE_OK(HF(qkv_projection)(x, wq.w, wk.w, wv.w, wq.b, wk.b, wv.b, q, k, v));
     const auto xr = test::to_ref(x);
     CHECK_CLOSE(q, reference_projection(xr, wq, s.heads), test::rtol);
     CHECK_CLOSE(k, reference_projection(xr, wk, s.heads), test::rtol);
@@ -48,8 +48,8 @@ TEST_CASE("kv_projection and q_projection match the reference", "[projection]") 
     auto wq = random_head_weights(s.d_k, s.heads, dm), wk = random_head_weights(s.d_k, s.heads, dm),
          wv = random_head_weights(s.d_k, s.heads, dm);
     Buffer<float> q(s.d_k, s.t, s.heads, s.batch), k(s.d_k, s.t, s.heads, s.batch), v(s.d_k, s.t, s.heads, s.batch);
-    REQUIRE_OK(hf_kv_projection(x, wk.w, wv.w, wk.b, wv.b, k, v));
-    REQUIRE_OK(hf_q_projection(x, wq.w, wq.b, q));
+    REQUIRE_OK(HF(kv_projection)(x, wk.w, wv.w, wk.b, wv.b, k, v));
+    REQUIRE_OK(HF(q_projection)(x, wq.w, wq.b, q));
     const auto xr = test::to_ref(x);
     CHECK_CLOSE(q, reference_projection(xr, wq, s.heads), test::rtol);
     CHECK_CLOSE(k, reference_projection(xr, wk, s.heads), test::rtol);
@@ -73,7 +73,7 @@ TEST_CASE("projections write into strided views (a KV cache slot)", "[projection
     return v;
   };
   Buffer<float> k = view(k_cache), v = view(v_cache);
-  REQUIRE_OK(hf_kv_projection(x, wk.w, wv.w, wk.b, wv.b, k, v));
+  REQUIRE_OK(HF(kv_projection)(x, wk.w, wv.w, wk.b, wv.b, k, v));
   const auto xr = test::to_ref(x);
   CHECK_CLOSE(k, reference_projection(xr, wk, heads), test::rtol);
   CHECK_CLOSE(v, reference_projection(xr, wv, heads), test::rtol);
@@ -91,7 +91,7 @@ TEST_CASE("out_projection merges heads, projects and adds bias and residual", "[
     auto w = test::random({dm, s.d_k, s.heads}, 1.0f / std::sqrt(float(dm)));
     auto b = test::random({dm}, 0.1f), residual = test::random({dm, s.t, s.batch});
     Buffer<float> out(dm, s.t, s.batch);
-    REQUIRE_OK(hf_out_projection(a, w, b, residual, out));
+    REQUIRE_OK(HF(out_projection)(a, w, b, residual, out));
     // Reference: W as (out, in = h * d_k + j).
     ref::tensor wr({dm, dm});
     for (int h = 0; h < s.heads; ++h)
@@ -114,7 +114,7 @@ TEST_CASE("logits match the reference for awkward vocabularies", "[projection]")
     auto w = test::random({s.vocab, s.d_model}, 1.0f / std::sqrt(float(s.d_model)));
     auto b = test::random({s.vocab}, 0.1f);
     Buffer<float> out(s.vocab, s.t, s.batch);
-    REQUIRE_OK(hf_logits(x, w, b, out));
+    REQUIRE_OK(HF(logits)(x, w, b, out));
     CHECK_CLOSE(out, ref::linear(test::to_ref(x), test::to_ref(w), test::to_ref(b)), test::rtol);
   }
 }

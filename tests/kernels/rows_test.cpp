@@ -23,7 +23,7 @@ TEST_CASE("layernorm matches the reference", "[layernorm]") {
     auto gamma = test::random({s.n}), beta = test::random({s.n});
     const float eps = 1e-5f;
     Buffer<float> out(s.n, s.t, s.batch);
-    REQUIRE_OK(hf_layernorm(x, gamma, beta, eps, out));
+    REQUIRE_OK(HF(layernorm)(x, gamma, beta, eps, out));
     CHECK_CLOSE(out, ref::layernorm(test::to_ref(x), test::to_ref(gamma), test::to_ref(beta), eps),
                 test::rtol + offset * std::ldexp(1.0, -23));
   }
@@ -35,7 +35,7 @@ TEST_CASE("add_layernorm normalises x + residual", "[layernorm]") {
     auto x = test::random({s.n, s.t, s.batch}), r = test::random({s.n, s.t, s.batch});
     auto gamma = test::random({s.n}), beta = test::random({s.n});
     Buffer<float> out(s.n, s.t, s.batch);
-    REQUIRE_OK(hf_add_layernorm(x, r, gamma, beta, 1e-6f, out));
+    REQUIRE_OK(HF(add_layernorm)(x, r, gamma, beta, 1e-6f, out));
     CHECK_CLOSE(
         out, ref::layernorm(ref::add(test::to_ref(x), test::to_ref(r)), test::to_ref(gamma), test::to_ref(beta), 1e-6),
         test::rtol);
@@ -47,7 +47,7 @@ TEST_CASE("layernorm eps is honoured on constant rows", "[layernorm]") {
   Buffer<float> x(9, 2, 1), gamma(9), beta(9), out(9, 2, 1);
   x.fill(3.0f), gamma.fill(2.0f);
   beta.for_each_element([&](int i) { beta(i) = float(i); });
-  REQUIRE_OK(hf_layernorm(x, gamma, beta, 1e-5f, out));
+  REQUIRE_OK(HF(layernorm)(x, gamma, beta, 1e-5f, out));
   out.for_each_element([&](int i, int t, int b) { CHECK(out(i, t, b) == beta(i)); });
 }
 
@@ -64,7 +64,7 @@ TEST_CASE("masked softmax and log-softmax match the reference", "[softmax]") {
         for (int b = 0; b < s.batch; ++b)
           len(b) = lengths[b] = b == 0 ? s.n : b == 1 ? 1 : 0; // full, 1, none
         Buffer<float> out(s.n, s.t, s.batch);
-        REQUIRE_OK((log ? hf_log_softmax : hf_softmax)(x, len, causal, offset, out));
+        REQUIRE_OK(log ? HF(log_softmax)(x, len, causal, offset, out) : HF(softmax)(x, len, causal, offset, out));
         CHECK_CLOSE(out, ref::softmax(test::to_ref(x), lengths, causal, offset, log), test::rtol);
       }
 }
@@ -77,7 +77,7 @@ TEST_CASE("softmax of logits near +-1e4 has no NaN or inf", "[softmax][numerics]
   Buffer<int32_t> len(1);
   len(0) = n;
   for (bool log : {false, true}) {
-    REQUIRE_OK((log ? hf_log_softmax : hf_softmax)(x, len, false, 0, out));
+    REQUIRE_OK(log ? HF(log_softmax)(x, len, false, 0, out) : HF(softmax)(x, len, false, 0, out));
     CHECK_CLOSE(out, ref::softmax(test::to_ref(x), {n}, false, 0, log), test::rtol);
   }
 }

@@ -14,6 +14,7 @@
 
 #include "../reference/convert.hpp"
 #include "hf_all.h"
+#include "kernel_api.hpp"
 
 #include <HalideBuffer.h>
 #include <catch2/catch.hpp>

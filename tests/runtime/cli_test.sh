@@ -47,7 +47,9 @@ expect_error "expected an integer array" "$bin" forward --model "$model" --src "
 rm -rf "$tmp"
 
 "$bin" info | grep -q "kernel ISA" || fail "info"
-expect_error "no GPU schedules yet" "$bin" build-lib --target host-cuda --out "$(mktemp -d)"
+expect_error "mix devices" "$bin" build-lib --target x86,cuda --out "$(mktemp -d)"
+expect_error "cuda and opencl only" "$bin" build-lib --target host-metal --out "$(mktemp -d)"
+expect_error "--device" "$bin" run --model "$model" --device tpu --input <(printf '3\n')
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 echo "cli tests: $failures failures"
 exit $((failures != 0))

@@ -32,6 +32,10 @@ struct load_options {
   int max_source_length = 1024; // longer sources are an error
   int max_target_length = 1024; // decode_options::max_len above this is an error
   int max_batch = 64;           // sentences per batch (x beam for decoding)
+  // "cpu", "cuda", "opencl", or "auto" (CUDA, else an OpenCL GPU, else the CPU;
+  // warnings() says why). On a GPU the weights are uploaded once and activations
+  // and caches stay on the device; a named device that is not usable is an error.
+  std::string device = "cpu";
 };
 
 class Model {
@@ -44,6 +48,7 @@ public:
 
   const model_config& config() const;
   const std::vector<std::string>& warnings() const; // e.g. unknown config keys
+  std::string device() const;                       // the device the kernels run on
 
   // Translates every sentence; results[i] holds up to nbest hypotheses, best first.
   // `on_done(i, hyps)`, if given, is called as soon as sentence i has finished.

@@ -11,43 +11,13 @@
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> ffn_knobs() {
-  auto k = gemm_knobs();
-  for (auto d : gemm_knobs())
-    k.push_back({"hidden_" + d.name, d.allowed, "first GEMM: " + d.meaning});
-  return k;
-}
+inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(gemm_knobs()); }
 
 inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
-  std::map<std::string, int> hidden_values;
-  for (const auto& d : gemm_knobs())
-    hidden_values[d.name] = k["hidden_" + d.name];
-  knob_values hidden_knobs("ffn.hidden", gemm_knobs(), hidden_values);
-
-  Halide::Func hidden_act = ctx.stage("hidden_act");
-  hidden_act.compute_root();
-  schedule_gemm({hidden_act,
-                 ctx.stage("hidden"),
-                 ctx.var("d_ff"),
-                 ctx.var("t"),
-                 {},
-                 ctx.var("batch"),
-                 {ctx.rdom("hidden").x},
-                 ctx.extent("d_ff"),
-                 ctx.extent("t"),
-                 ctx.extent("batch")},
-                target, hidden_knobs);
-  schedule_gemm({out,
-                 ctx.stage("proj"),
-                 ctx.var("d_model"),
-                 ctx.var("t"),
-                 {},
-                 ctx.var("batch"),
-                 {ctx.rdom("proj").x},
-                 ctx.extent("d_model"),
-                 ctx.extent("t"),
-                 ctx.extent("batch")},
-                target, k);
+  auto [hidden, proj] = ffn_stages(ctx, out);
+  hidden.out.compute_root(); // the activated hidden layer
+  schedule_gemm(hidden, target, hidden_knobs(k, gemm_knobs()));
+  schedule_gemm(proj, target, k);
 }
 
 } // namespace halformer::schedules::cpu

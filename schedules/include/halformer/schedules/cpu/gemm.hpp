@@ -13,6 +13,7 @@
 // batch instead of t.
 #pragma once
 
+#include "halformer/schedules/gemm_stages.hpp"
 #include "halformer/schedules/knobs.hpp"
 
 namespace halformer::schedules::cpu {
@@ -29,17 +30,6 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"row_tiles_per_task", {1, 2, 4, 8, 16, 32}, "row tiles per parallel task (weight panel reuse)"},
   };
 }
-
-struct gemm_stage {
-  Halide::Func out;             // pure; the consumer of the accumulator
-  Halide::Func acc;             // pure init + one update: the reduction
-  Halide::Var o;                // output feature (innermost)
-  Halide::Var t;                // token rows
-  std::vector<Halide::Var> mid; // dims between t and batch (e.g. heads)
-  Halide::Var batch;            // outermost
-  std::vector<Halide::RVar> r;  // reduction, innermost first
-  Halide::Expr o_extent, t_extent, batch_extent;
-};
 
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
   using namespace Halide;

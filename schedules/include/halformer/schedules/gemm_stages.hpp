@@ -1,0 +1,102 @@
+// The GEMM-shaped stages of the kernels (projections, FFN, logits), described once
+// for every schedule: which Func holds the reduction, which dims are the output
+// feature, the rows and the batch. cpu/gemm.hpp and gpu/gemm.hpp schedule them.
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/knobs.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace halformer::schedules {
+
+struct gemm_stage {
+  Halide::Func out;             // pure; the consumer of the accumulator
+  Halide::Func acc;             // pure init + one update: the reduction
+  Halide::Var o;                // output feature (innermost)
+  Halide::Var t;                // token rows
+  std::vector<Halide::Var> mid; // dims between t and batch (e.g. heads)
+  Halide::Var batch;            // outermost
+  std::vector<Halide::RVar> r;  // reduction, innermost first
+  Halide::Expr o_extent, t_extent, batch_extent;
+};
+
+// q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
+inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
+                                                      const std::vector<std::pair<std::string, Halide::Func>>& outs) {
+  std::vector<gemm_stage> gs;
+  for (const auto& [stage, out] : outs)
+    gs.push_back({out,
+                  ctx.stage(stage),
+                  ctx.var("d_k"),
+                  ctx.var("t"),
+                  {ctx.var("heads")},
+                  ctx.var("batch"),
+                  {ctx.rdom(stage).x},
+                  ctx.extent("d_k"),
+                  ctx.extent("t"),
+                  ctx.extent("batch")});
+  return gs;
+}
+
+// Merge heads + bias + residual: the reduction runs over (d_k, heads).
+inline gemm_stage out_projection_stage(const dsl::lowering& ctx, Halide::Func out) {
+  const Halide::RDom r = ctx.rdom("proj");
+  return {out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
+          {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
+}
+
+inline gemm_stage logits_stage(const dsl::lowering& ctx, Halide::Func out) {
+  return {out,
+          ctx.stage("logits"),
+          ctx.var("vocab"),
+          ctx.var("t"),
+          {},
+          ctx.var("batch"),
+          {ctx.rdom("logits").x},
+          ctx.extent("vocab"),
+          ctx.extent("t"),
+          ctx.extent("batch")};
+}
+
+// The FFN's two GEMMs: the activated hidden layer, then the output projection.
+inline std::pair<gemm_stage, gemm_stage> ffn_stages(const dsl::lowering& ctx, Halide::Func out) {
+  return {{ctx.stage("hidden_act"),
+           ctx.stage("hidden"),
+           ctx.var("d_ff"),
+           ctx.var("t"),
+           {},
+           ctx.var("batch"),
+           {ctx.rdom("hidden").x},
+           ctx.extent("d_ff"),
+           ctx.extent("t"),
+           ctx.extent("batch")},
+          {out,
+           ctx.stage("proj"),
+           ctx.var("d_model"),
+           ctx.var("t"),
+           {},
+           ctx.var("batch"),
+           {ctx.rdom("proj").x},
+           ctx.extent("d_model"),
+           ctx.extent("t"),
+           ctx.extent("batch")}};
+}
+
+// The FFN's knobs: a GEMM schedule's knobs for the second GEMM, the same again
+// prefixed "hidden_" for the first; hidden_knobs() selects the first GEMM's values.
+inline std::vector<knob_decl> ffn_knob_decls(const std::vector<knob_decl>& gemm) {
+  auto k = gemm;
+  for (auto d : gemm)
+    k.push_back({"hidden_" + d.name, d.allowed, "first GEMM: " + d.meaning});
+  return k;
+}
+inline knob_values hidden_knobs(const knob_values& k, const std::vector<knob_decl>& gemm) {
+  std::map<std::string, int> values;
+  for (const auto& d : gemm)
+    values[d.name] = k["hidden_" + d.name];
+  return knob_values("ffn.hidden", gemm, values);
+}
+
+} // namespace halformer::schedules

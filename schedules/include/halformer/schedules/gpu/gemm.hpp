@@ -1,0 +1,72 @@
+// The GPU schedule every GEMM-shaped stage uses (projections, FFN, logits), after
+// Halide's apps/cuda_mat_mul: one thread block computes a (threads_o x regs_o) x
+// (threads_rows x regs_rows) output tile; each thread owns a regs_o x regs_rows
+// register tile of accumulators for the whole reduction, so every weight and
+// input value it loads feeds regs_rows (resp. regs_o) FMAs.
+//
+// Coalescing: the output feature is the innermost dimension of every weight, so
+// neighbouring threads along o read neighbouring weights; an input value is the
+// same for every thread of a row (a broadcast from L1/the read-only cache).
+//
+// Register budget (defaults 4 x 4 = 16 accumulators + 4 weights + 4 inputs per
+// thread): well below the 64 registers that keep a 256-thread block at full
+// occupancy on sm_70..sm_90. Decode steps (t == 1) tile over the batch instead.
+// Tails are guarded (GuardWithIf): on a GPU a guarded thread simply idles.
+#pragma once
+
+#include "halformer/schedules/gemm_stages.hpp"
+#include "halformer/schedules/knobs.hpp"
+
+namespace halformer::schedules::gpu {
+
+inline constexpr int gemm_revision = 1;
+
+inline std::vector<knob_decl> gemm_knobs() {
+  return {
+      {"threads_o", {8, 16, 32, 64}, "threads per block along the output feature"},
+      {"threads_rows", {1, 2, 4, 8, 16}, "threads per block along the rows"},
+      {"regs_o", {1, 2, 4, 8}, "output features per thread (register tile)"},
+      {"regs_rows", {1, 2, 4, 8}, "rows per thread (register tile)"},
+      {"k_unroll", {1, 2, 4, 8}, "reduction steps unrolled per loop iteration"},
+  };
+}
+
+inline void schedule_gemm(gemm_stage g, const knob_values& k) {
+  using namespace Halide;
+  const int regs_o = k["regs_o"], regs_rows = k["regs_rows"];
+  const int tile_o = k["threads_o"] * regs_o, tile_rows = k["threads_rows"] * regs_rows;
+  Var ob("ob"), rb("rb"), oi("oi"), ri("ri"), ot("ot"), rt("rt"), oreg("oreg"), rreg("rreg"), blk("blk");
+
+  // One branch: block tile over (o, row), thread tile inside, registers innermost.
+  auto tiled = [&](Stage s, const Var& row) {
+    s.tile(g.o, row, ob, rb, oi, ri, tile_o, tile_rows, TailStrategy::GuardWithIf)
+        .tile(oi, ri, ot, rt, oreg, rreg, regs_o, regs_rows, TailStrategy::GuardWithIf)
+        .reorder(oreg, rreg, ot, rt, ob, rb);
+    // Every dimension outside the tile becomes the third block dimension.
+    std::vector<Var> outer = g.mid;
+    outer.push_back(row.name() == g.batch.name() ? g.t : g.batch);
+    Var fused = outer[0];
+    for (std::size_t i = 1; i < outer.size(); ++i)
+      s.fuse(fused, outer[i], blk), fused = blk;
+    s.unroll(oreg).unroll(rreg).gpu_blocks(ob, rb, fused).gpu_threads(ot, rt);
+  };
+  auto accumulate = [&](Stage pure, Stage update, const Var& row) {
+    pure.unroll(g.o).unroll(row);
+    std::vector<VarOrRVar> order{g.o, row};
+    for (const auto& r : g.r)
+      order.push_back(r);
+    RVar ko("ko"), ki("ki");
+    update.reorder(order).unroll(g.o).unroll(row);
+    if (k["k_unroll"] > 1)
+      update.split(g.r[0], ko, ki, k["k_unroll"], TailStrategy::GuardWithIf).unroll(ki);
+  };
+
+  const Expr decode = g.t_extent == 1;
+  tiled(g.out.specialize(decode), g.batch);
+  tiled(g.out, g.t);
+  g.acc.compute_at(g.out, ot);
+  accumulate(g.acc.specialize(decode), g.acc.update().specialize(decode), g.batch);
+  accumulate(g.acc, g.acc.update(), g.t);
+}
+
+} // namespace halformer::schedules::gpu
