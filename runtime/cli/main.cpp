@@ -168,8 +168,13 @@ std::string resolve_isa(const std::string& asked) {
     throw error(halformer_last_error());
   if (asked.empty() || asked == "auto")
     return best_isa();
+  if (asked == "opencl") {
+    if (!halformer_device_available("opencl"))
+      throw error(std::string("--isa opencl: ") + halformer_last_error());
+    return asked;
+  }
   if (asked != "avx512" && asked != "avx2" && asked != "sse41")
-    throw error("--isa must be avx512, avx2 or sse41, not '" + asked + "'");
+    throw error("--isa must be avx512, avx2, sse41 or opencl, not '" + asked + "'");
   if (!halformer_cpu_supports(asked.c_str()))
     throw error("this CPU cannot run " + asked + " code");
   return asked;
@@ -309,7 +314,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--trials", to.max_trials, "at most this many candidates per kernel and shape")
       ->check(CLI::Range(1, 1000000));
   tune_cmd->add_option("--db", db_dir, "schedule database directory");
-  tune_cmd->add_option("--isa", to.isa, "avx512, avx2 or sse41 (default: this CPU's best)");
+  tune_cmd->add_option("--isa", to.isa,
+                       "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
+                       "the OpenCL device)");
   tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")
       ->check(CLI::Range(1, 1024));
   tune_cmd->add_option("--samples", to.samples, "timing samples per candidate")->check(CLI::Range(1, 1000));
@@ -339,7 +346,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("compare", "benchmark schedules side by side: default, tuned, autoschedulers, BLAS");
   auto* cmp_kernel = cmp_cmd->add_option("--kernel", co.kernel, "kernel");
   cmp_cmd->add_option("--shape", co.shape, "shape, as for tune");
-  cmp_cmd->add_option("--schedules", cmp_schedules, "default,tuned,adams2019,mullapudi2016,li2018,blas (default: all)");
+  cmp_cmd->add_option("--schedules", cmp_schedules,
+                      "default,tuned,adams2019,mullapudi2016,li2018,blas,opencl,opencl-tuned (default: the CPU ones; "
+                      "opencl: the GPU schedule on the OpenCL device)");
   cmp_cmd->add_flag("--all", cmp_all, "every kernel at the preset's shapes, then a summary")->excludes(cmp_kernel);
   cmp_cmd->add_option("--preset", cmp_preset, "shapes for --all (default transformer-base)");
   cmp_cmd->add_option("--db", co.db_dir, "schedule database (tuned rows)");

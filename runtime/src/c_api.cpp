@@ -10,6 +10,7 @@
 
 struct halformer_model {
   halformer::Model model;
+  std::string device;
 };
 
 namespace {
@@ -36,13 +37,22 @@ void require(bool ok, const char* what) {
 extern "C" {
 
 int halformer_model_load(const char* dir, int threads, halformer_model** out) {
+  return halformer_model_load_on(dir, threads, "cpu", out);
+}
+
+int halformer_model_load_on(const char* dir, int threads, const char* device, halformer_model** out) {
   return guarded([&] {
-    require(dir && out, "halformer_model_load: dir and out must not be NULL");
+    require(dir && out && device, "halformer_model_load_on: dir, device and out must not be NULL");
     halformer::load_options o;
     o.threads = threads;
-    *out = new halformer_model{halformer::Model::load(dir, o)};
+    o.device = device;
+    auto* m = new halformer_model{halformer::Model::load(dir, o)};
+    m->device = m->model.device();
+    *out = m;
   });
 }
+
+const char* halformer_model_device(const halformer_model* model) { return model ? model->device.c_str() : ""; }
 
 void halformer_model_free(halformer_model* model) { delete model; }
 

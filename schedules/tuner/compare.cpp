@@ -142,8 +142,30 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
           row.r.status = "crash", row.r.detail = p.describe() + ": " + p.err;
         }
       }
+    } else if (s == "opencl" || s == "opencl-tuned") {
+      // The GPU schedule of the same kernel on the OpenCL device (here: PoCL on
+      // this CPU), measured by the same harness; tuned: the fastest verified
+      // OpenCL record of this machine and device.
+      tune_options g = m;
+      g.isa = "opencl";
+      const kernel_info kg = kernel_for(c, k.name, "opencl");
+      if (s == "opencl") {
+        row.r = measure(t, kg, default_knobs(t, kg.knob_section, "opencl"), g, hw, "opencl default");
+      } else {
+        std::optional<record> best;
+        const std::string key = hardware_key(hw, "opencl"), target_ocl = target_of_isa("opencl");
+        for (auto& r : db.load())
+          if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == target_ocl && r.hardware == key &&
+              r.schedule_revision == kg.revision && (!best || r.median_ms < best->median_ms))
+            best = std::move(r);
+        if (best)
+          row.r = measure(t, kg, best->knobs, g, hw, "opencl tuned");
+        else
+          row.note = "no tuned OpenCL record for this kernel, shape and device";
+      }
     } else {
-      throw error("unknown schedule '" + s + "' (default, tuned, adams2019, mullapudi2016, li2018, blas)");
+      throw error("unknown schedule '" + s +
+                  "' (default, tuned, adams2019, mullapudi2016, li2018, blas, opencl, opencl-tuned)");
     }
     if (!row.r.status.empty() && !row.r.verified())
       row.note = row.r.status + ": " + row.r.detail.substr(0, 200);

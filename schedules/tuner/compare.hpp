@@ -12,7 +12,7 @@
 namespace halformer::tuner {
 
 struct compare_row {
-  std::string schedule; // default | tuned | adams2019 | mullapudi2016 | li2018 | blas
+  std::string schedule; // default | tuned | adams2019 | mullapudi2016 | li2018 | blas | opencl | opencl-tuned
   record r;             // status "ok" when measured and verified (BLAS: measured)
   std::string note;     // why a row has no numbers
 };

@@ -1,6 +1,7 @@
 #include "hardware.hpp"
 
 #include <algorithm>
+#include <dlfcn.h>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -36,6 +37,38 @@ hardware this_machine() {
   if (h.cpu.empty())
     h.cpu = "unknown";
   return h;
+}
+
+std::string opencl_device() {
+  void* lib = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!lib)
+    return "";
+  using platforms_t = int (*)(unsigned, void**, unsigned*);
+  using devices_t = int (*)(void*, unsigned long, unsigned, void**, unsigned*);
+  using info_t = int (*)(void*, unsigned, std::size_t, void*, std::size_t*);
+  auto platforms = reinterpret_cast<platforms_t>(dlsym(lib, "clGetPlatformIDs"));
+  auto devices = reinterpret_cast<devices_t>(dlsym(lib, "clGetDeviceIDs"));
+  auto info = reinterpret_cast<info_t>(dlsym(lib, "clGetDeviceInfo"));
+  void* platform = nullptr;
+  void* device = nullptr;
+  unsigned n = 0;
+  std::string out;
+  constexpr unsigned long all_types = 0xFFFFFFFF; // CL_DEVICE_TYPE_ALL
+  if (platforms && devices && info && platforms(1, &platform, &n) == 0 && n > 0 &&
+      devices(platform, all_types, 1, &device, &n) == 0 && n > 0) {
+    char vendor[256] = {0}, name[256] = {0};
+    unsigned units = 0;
+    info(device, 0x102C /* CL_DEVICE_VENDOR */, sizeof vendor - 1, vendor, nullptr);
+    info(device, 0x102B /* CL_DEVICE_NAME */, sizeof name - 1, name, nullptr);
+    info(device, 0x1002 /* CL_DEVICE_MAX_COMPUTE_UNITS */, sizeof units, &units, nullptr);
+    out = std::string(vendor) + " | " + name + " | " + std::to_string(units) + " units";
+  }
+  dlclose(lib);
+  return out;
+}
+
+std::string hardware_key(const hardware& hw, const std::string& isa) {
+  return isa == "opencl" ? hw.key() + "|opencl:" + opencl_device() : hw.key();
 }
 
 } // namespace halformer::tuner

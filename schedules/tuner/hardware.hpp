@@ -16,4 +16,13 @@ struct hardware {
 
 hardware this_machine();
 
+// The OpenCL device the Halide runtime would use (the first device of the first
+// platform, as Halide picks by default), "vendor name | device name | compute
+// units", read through libOpenCL loaded with dlopen; empty if there is none.
+std::string opencl_device();
+
+// The identity key of records measured with `isa`: the CPU's key, plus the
+// OpenCL device for "opencl" (a GPU schedule's timing is the device's, not the CPU's).
+std::string hardware_key(const hardware& hw, const std::string& isa);
+
 } // namespace halformer::tuner

@@ -2,7 +2,12 @@
 // (compiled once per kernel with -DHF_KERNEL_<NAME>) and the candidate's static
 // library, whose function is `candidate`. Run in a child process by the tuner:
 //
-//   harness SHAPE [--threads N] [--samples S] [--min-ms M] [--seed X]
+//   harness SHAPE [--threads N] [--samples S] [--min-ms M] [--seed X] [--device opencl]
+//
+// With --device (a GPU schedule), inputs are uploaded before the first call and
+// stay on the device; every timed call ends with halide_device_sync(), so a
+// sample is the time to finished results, and the outputs are copied back to the
+// host for verification.
 //
 // It first verifies the candidate against the float64 references of
 // tests/reference on sampled rows of the output (the same references the kernel
@@ -349,6 +354,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int threads = 0, samples = 7, seed = 1;
+  std::string device;
   double min_ms = 20;
   shape_args shape;
   try {
@@ -369,6 +375,8 @@ int main(int argc, char** argv) {
         min_ms = std::stod(argv[i + 1]);
       else if (a == "--seed")
         seed = std::stoi(argv[i + 1]);
+      else if (a == "--device")
+        device = argv[i + 1];
       else
         throw std::runtime_error("unknown option " + a);
     }
@@ -386,12 +394,40 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "harness: %s\n", e.what());
     return 2;
   }
-  p.sets.push_back(p.make());
+  if (!device.empty() && device != "opencl" && device != "cuda") {
+    std::fprintf(stderr, "harness: unknown device '%s'\n", device.c_str());
+    return 2;
+  }
+  const bool gpu = !device.empty();
+  // On a GPU: fresh host data goes up on the first call; results are complete
+  // when the device has finished (sync), and are read on the host.
+  auto fresh = [&](call_set c) {
+    for (auto& b : c.f)
+      b.set_host_dirty();
+    for (auto& b : c.i)
+      b.set_host_dirty();
+    return c;
+  };
+  auto sync = [&](call_set& c) {
+    for (auto& b : c.f)
+      if (b.raw_buffer()->device)
+        return halide_device_sync(nullptr, b.raw_buffer());
+    return 0;
+  };
+  auto call = [&](call_set& c) {
+    const int rc = p.call(c);
+    return rc != 0 || !gpu ? rc : sync(c);
+  };
+  p.sets.push_back(fresh(p.make()));
   // Verify before timing.
-  if (int rc = p.call(p.sets[0]); rc != 0) {
+  if (int rc = call(p.sets[0]); rc != 0) {
     std::printf("{\"status\": \"kernel_error\", \"code\": %d}\n", rc);
     return 4;
   }
+  if (gpu)
+    for (auto& b : p.sets[0].f)
+      if (b.raw_buffer()->device_dirty())
+        b.copy_to_host();
   error_meter m;
   p.verify(p.sets[0], m);
   const double err = m.result();
@@ -403,17 +439,17 @@ int main(int argc, char** argv) {
   const std::size_t per_set = std::max<std::size_t>(set_bytes(p.sets[0]), 1);
   const std::size_t n_sets = std::clamp<std::size_t>((64u << 20) / per_set + 1, 1, 32);
   while (p.sets.size() < n_sets)
-    p.sets.push_back(p.make());
+    p.sets.push_back(fresh(p.make()));
   std::size_t next = 0;
-  for (int w = 0; w < 3; ++w)
-    p.call(p.sets[next++ % p.sets.size()]);
+  for (std::size_t w = 0; w < std::max<std::size_t>(3, gpu ? p.sets.size() : 0); ++w) // GPU: uploads them all
+    call(p.sets[next++ % p.sets.size()]);
   std::vector<double> times;
   for (int s = 0; s < samples; ++s) {
     int reps = 0;
     const double t0 = now_ms();
     double t1 = t0;
     do {
-      if (p.call(p.sets[next++ % p.sets.size()]) != 0) {
+      if (call(p.sets[next++ % p.sets.size()]) != 0) {
         std::printf("{\"status\": \"kernel_error\"}\n");
         return 4;
       }
@@ -426,8 +462,8 @@ int main(int argc, char** argv) {
   const double median = times[times.size() / 2];
   std::printf("{\"status\": \"ok\", \"max_error\": %.3g, \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, "
               "\"samples\": %d, \"min_sample_ms\": %g, \"input_sets\": %zu, \"threads\": %d, \"gflops\": %.4g, "
-              "\"gbps\": %.4g}\n",
+              "\"gbps\": %.4g, \"device\": \"%s\"}\n",
               err, median, times.front(), times.back(), samples, min_ms, p.sets.size(), threads, p.flops / median / 1e6,
-              p.bytes / median / 1e6);
+              p.bytes / median / 1e6, gpu ? device.c_str() : "cpu");
   return 0;
 }

@@ -97,13 +97,39 @@ std::string target_of_isa(const std::string& isa) {
     return "x86-64-linux-avx-avx2-f16c-fma-sse41";
   if (isa == "sse41")
     return "x86-64-linux-sse41";
-  throw error("unknown ISA '" + isa + "' (avx512, avx2 or sse41)");
+  if (isa == "opencl")
+    return "x86-64-linux-sse41-opencl";
+  if (isa == "cuda")
+    throw error("tuning CUDA schedules needs a CUDA device to measure on; halformer measures x86 ISAs and opencl");
+  throw error("unknown ISA '" + isa + "' (avx512, avx2, sse41 or opencl)");
+}
+
+bool is_gpu(const std::string& isa) { return isa == "opencl" || isa == "cuda"; }
+
+kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa) {
+  kernel_info k = c.kernel(name);
+  if (is_gpu(isa)) {
+    const auto r = c.gpu_revisions.find(k.knob_section);
+    if (r == c.gpu_revisions.end())
+      throw error("no GPU schedule revision for " + k.knob_section + " (knob_spaces.json)");
+    k.revision = r->second;
+  }
+  return k;
+}
+
+const knob_space& space_for(const catalog& c, const kernel_info& k, const std::string& isa) {
+  const auto& spaces = is_gpu(isa) ? c.gpu_spaces : c.spaces;
+  const auto s = spaces.find(k.knob_section);
+  if (s == spaces.end())
+    throw error("no knob space for " + k.knob_section + (is_gpu(isa) ? " (GPU)" : ""));
+  return s->second;
 }
 
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa) {
-  const json j = read_json(t.knob_file);
+  const std::string& file = is_gpu(isa) ? t.gpu_knob_file : t.knob_file;
+  const json j = read_json(file);
   if (!j.contains(section) || !j[section].contains(isa))
-    throw error(t.knob_file + " has no section " + section + "." + isa);
+    throw error(file + " has no section " + section + "." + isa);
   knob_set k;
   for (const auto& [name, v] : j[section][isa].items())
     if (name[0] != '_')
@@ -154,7 +180,7 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
   record r;
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
-  r.hardware = hw.key(), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
+  r.hardware = hardware_key(hw, o.isa), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
   r.knobs = knobs, r.source = source, r.when = now_iso(), r.schedule_revision = k.revision;
   r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
                 {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};
@@ -170,7 +196,7 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                                "-o",
                                dir,
                                "target=" + r.target + "-no_runtime",
-                               "knob_file=" + t.knob_file};
+                               "knob_file=" + (is_gpu(o.isa) ? t.gpu_knob_file : t.knob_file)};
   if (const std::string kt = generator_knobs(knobs); !kt.empty())
     gen.push_back("knobs=" + kt);
   gen.insert(gen.end(), k.params.begin(), k.params.end());
@@ -199,9 +225,13 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                            o.candidate_timeout_s);
       !p.ok())
     return fail("link_error", p);
-  auto p = run_process({exe, o.shape, "--threads", std::to_string(o.threads), "--samples", std::to_string(o.samples),
-                        "--min-ms", std::to_string(o.min_sample_ms)},
-                       o.candidate_timeout_s);
+  std::vector<std::string> run{exe,         o.shape,
+                               "--threads", std::to_string(o.threads),
+                               "--samples", std::to_string(o.samples),
+                               "--min-ms",  std::to_string(o.min_sample_ms)};
+  if (is_gpu(o.isa))
+    run.insert(run.end(), {"--device", o.isa});
+  auto p = run_process(run, o.candidate_timeout_s);
   fs::remove_all(dir);
   if (p.timed_out)
     return fail("timeout", p);
@@ -227,18 +257,16 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
 
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
                  const database& db, const hardware& hw) {
-  const kernel_info& k = c.kernel(kernel_name);
-  const auto space_it = c.spaces.find(k.knob_section);
-  if (space_it == c.spaces.end())
-    throw error("no knob space for " + k.knob_section);
-  const knob_space& space = space_it->second;
-  const std::string target = target_of_isa(o.isa);
+  const kernel_info k = kernel_for(c, kernel_name, o.isa);
+  const knob_space& space = space_for(c, k, o.isa);
+  const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
   std::mt19937 rng(o.seed);
 
   // Resume: every record of this kernel, shape, target and machine counts as evaluated.
   std::map<knob_set, record> seen;
   for (auto& r : db.load())
-    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw.key())
+    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
+        r.schedule_revision == k.revision)
       seen[r.knobs] = r;
 
   tune_result result;
@@ -273,9 +301,11 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
-  // Halide's autoschedulers are candidates too (seeded once; they have no knobs to mutate).
-  for (const auto& a : autoschedulers)
-    queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
+  // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
+  // to mutate). GPU schedules are searched from the knobs alone.
+  if (!is_gpu(o.isa))
+    for (const auto& a : autoschedulers)
+      queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
   for (int i = 0; i < o.initial_random; ++i)
     queue.emplace_back(random_set(), "random");
   double last_trial_s = 0;

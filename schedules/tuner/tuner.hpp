@@ -49,7 +49,7 @@ struct catalog {
 
 struct tune_options {
   std::string shape;          // canonical
-  std::string isa = "avx512"; // avx512 | avx2 | sse41
+  std::string isa = "avx512"; // avx512 | avx2 | sse41 | opencl (the GPU schedules, on the OpenCL device)
   double budget_s = 300;
   int max_trials = 1000;
   int threads = 0; // 0: all cores
@@ -61,6 +61,11 @@ struct tune_options {
 };
 
 std::string target_of_isa(const std::string& isa); // Halide target string
+bool is_gpu(const std::string& isa);               // opencl (cuda: not measurable yet)
+// The kernel as measured with `isa`: its GPU schedule's revision for a GPU.
+kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa);
+// The knob space of a kernel's schedule for `isa`.
+const knob_space& space_for(const catalog& c, const kernel_info& k, const std::string& isa);
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
 
 // Measures one candidate (compile, link, verify, time) and returns its record.

@@ -69,6 +69,25 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 2 * 29; ++i)
     EXPECT(logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f, "logit");
 
+  /* The same model on OpenCL (PoCL here) translates to the same tokens. */
+  halformer_model* g = NULL;
+  EXPECT(halformer_model_load_on(argv[1], 0, "tpu", &g) != 0, "device 'tpu' accepted");
+  EXPECT(strstr(halformer_last_error_message(), "unknown device 'tpu'") != NULL, "message: %s",
+         halformer_last_error_message());
+  if (halformer_model_load_on(argv[1], 0, "opencl", &g) != 0) {
+    EXPECT(0, "opencl load: %s", halformer_last_error_message());
+  } else {
+    EXPECT(strcmp(halformer_model_device(g), "opencl") == 0, "device %s", halformer_model_device(g));
+    int32_t gout[2 * MAX_LEN], glens[2], cout_[2 * MAX_LEN], clens[2];
+    EXPECT(halformer_translate(m, src, lens, 2, 3, MAX_LEN, 1.0f, cout_, clens, NULL) == 0, "cpu beam");
+    EXPECT(halformer_translate(g, src, lens, 2, 3, MAX_LEN, 1.0f, gout, glens, NULL) == 0, "opencl beam: %s",
+           halformer_last_error_message());
+    for (int i = 0; i < 2; ++i)
+      EXPECT(glens[i] == clens[i] && memcmp(gout + i * MAX_LEN, cout_ + i * MAX_LEN, sizeof(int32_t) * clens[i]) == 0,
+             "sentence %d differs on opencl", i);
+    halformer_model_free(g);
+  }
+
   /* Errors: an out-of-range id, with its message. */
   int32_t bad[] = {5, 99};
   const int32_t* bad_src[] = {bad};

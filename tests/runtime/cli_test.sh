@@ -50,6 +50,13 @@ rm -rf "$tmp"
 expect_error "mix devices" "$bin" build-lib --target x86,cuda --out "$(mktemp -d)"
 expect_error "cuda and opencl only" "$bin" build-lib --target host-metal --out "$(mktemp -d)"
 expect_error "--device" "$bin" run --model "$model" --device tpu --input <(printf '3\n')
+# compare puts the OpenCL build of the same kernel (the GPU schedule, on PoCL here) beside the CPU's.
+tmp=$(mktemp -d)
+out=$("$bin" compare --kernel layernorm --shape d_model=64,t=4,batch=1 --schedules default,opencl --samples 2 \
+  --min-ms 1 --out "$tmp" 2>/dev/null) || fail "compare with opencl"
+grep -qE "^default +yes" <<<"$out" && grep -qE "^opencl +yes" <<<"$out" || fail "compare rows: $out"
+[[ -s "$tmp/layernorm-d_model=64,t=4,batch=1.svg" || -n "$(ls "$tmp"/*.svg 2>/dev/null)" ]] || fail "compare chart"
+rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 echo "cli tests: $failures failures"
 exit $((failures != 0))

@@ -101,6 +101,36 @@ TEST_CASE("a real candidate is verified, then measured; tuning resumes from the 
   CHECK(first.defaults.verified()); // the hand defaults are always measured first
 }
 
+TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {
+  temp_dir work("opencl");
+  const toolchain t = real_tools(work.path);
+  const auto c = real_catalog();
+  auto o = small_layernorm();
+  o.isa = "opencl";
+  const auto hw = this_machine();
+  const kernel_info k = kernel_for(c, "layernorm", "opencl");
+  CHECK(k.revision == c.gpu_revisions.at("layernorm"));
+  REQUIRE(space_for(c, k, "opencl").size() == c.gpu_spaces.at("layernorm").size());
+  const auto r = measure(t, k, default_knobs(t, "layernorm", "opencl"), o, hw, "test");
+  INFO(r.status << ": " << r.detail);
+  REQUIRE(r.status == "ok"); // verified against the float64 reference, then timed
+  CHECK(r.target == "x86-64-linux-sse41-opencl");
+  CHECK_THAT(r.hardware, Catch::StartsWith(hw.key() + "|opencl:"));
+  CHECK(r.hardware.size() > hw.key().size() + 8); // names the device
+
+  database db(work.path + "/db");
+  o.max_trials = 2, o.budget_s = 120;
+  const auto result = tune(t, c, "layernorm", o, db, hw);
+  CHECK(result.trials == 2);
+  CHECK(result.defaults.verified());
+  for (const auto& rec : db.load()) {
+    CHECK(rec.target == "x86-64-linux-sse41-opencl");
+    CHECK(rec.knobs.count("threads") == 1); // the GPU schedule's knobs, not the CPU's
+    CHECK(rec.schedule_revision == k.revision);
+  }
+  CHECK_THROWS_WITH(target_of_isa("cuda"), Catch::Contains("needs a CUDA device"));
+}
+
 TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "[tuner][database]") {
   temp_dir work("db");
   database db(work.path);

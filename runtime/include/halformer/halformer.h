@@ -14,6 +14,11 @@ typedef struct halformer_model halformer_model; /* opaque */
 
 /* threads: 0 for all cores. *out receives the model; free with halformer_model_free. */
 int halformer_model_load(const char* dir, int threads, halformer_model** out);
+/* The same on a device: "cpu", "cuda", "opencl", or "auto" (CUDA, else an OpenCL
+ * GPU, else the CPU). A named device that is not usable is an error. */
+int halformer_model_load_on(const char* dir, int threads, const char* device, halformer_model** out);
+/* The device the model runs on ("cpu", "cuda", "opencl"); valid while the model is. */
+const char* halformer_model_device(const halformer_model* model);
 void halformer_model_free(halformer_model* model);
 
 /* Model facts: d_model, vocabularies, special ids. */
