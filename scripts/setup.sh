@@ -15,7 +15,7 @@ apt_packages=(
   libcli11-dev libfmt-dev clang   # clang: libFuzzer for the reader fuzzers
   pocl-opencl-icd ocl-icd-opencl-dev   # OpenCL on the CPU for GPU-scheduled kernels
   python3-torch python3-numpy          # reference implementation for fixtures
-  libopenblas-dev                      # BLAS baseline for benchmarks
+  libopenblas-dev libdnnl-dev          # BLAS baselines (OpenBLAS, oneDNN sgemm) for benchmarks
 )
 
 need_apt=0

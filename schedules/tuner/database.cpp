@@ -18,6 +18,7 @@ nlohmann::json record::to_json() const {
           {"halformer", halformer_version},
           {"halide", halide_version},
           {"knobs", knobs},
+          {"schedule_revision", schedule_revision},
           {"status", status},
           {"source", source},
           {"median_ms", median_ms},

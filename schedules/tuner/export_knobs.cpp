@@ -4,6 +4,7 @@
 #include "presets.hpp"
 #include "tuner.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -35,15 +36,47 @@ export_report export_knobs(const std::string& default_knob_file, const database&
               autoscheduler_of(r.knobs).empty() && r.schedule_revision == revision)
             best = &r, where = e.kernel + " " + e.shape;
       }
-      if (!best) {
+      // Branch knobs: a schedule's "gemv_*" knobs size its decode matrix-vector
+      // branch alone, which prefill shapes never take; they come from the best
+      // record at a one-row decode shape (t = 1, batch = 1), the rest from the
+      // best record at the preset's primary shape.
+      const auto branch_knob = [](const std::string& n) {
+        return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
+      };
+      const record* gemv = nullptr;
+      std::string gemv_where;
+      for (const auto& e : preset(preset_name)) {
+        const auto sv = shape_values(e.shape);
+        if (sv.count("t") == 0 || sv.at("t") != 1 || sv.count("batch") == 0 || sv.at("batch") != 1)
+          continue;
+        for (const auto& r : records)
+          if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
+              r.target == target && r.hardware == hw.key() && (!gemv || r.median_ms < gemv->median_ms) &&
+              autoscheduler_of(r.knobs).empty() && r.schedule_revision == revision &&
+              std::any_of(r.knobs.begin(), r.knobs.end(), [&](const auto& kv) { return branch_knob(kv.first); }))
+            gemv = &r, gemv_where = e.kernel + " " + e.shape;
+      }
+      if (!best && !gemv) {
         report.defaulted.push_back(section + "." + isa);
         continue;
       }
-      for (const auto& [name, v] : best->knobs)
-        values[name] = v;
-      values["_why"] =
-          "tuned on this machine: " + where + ", " + std::to_string(best->median_ms) + " ms (" + best->when + ")";
-      report.tuned.push_back(section + "." + isa + " (" + where + ": " + std::to_string(best->median_ms) + " ms)");
+      std::string why = "tuned on this machine:";
+      if (best) {
+        for (const auto& [name, v] : best->knobs)
+          if (!branch_knob(name) || !gemv)
+            values[name] = v;
+        why += " " + where + ", " + std::to_string(best->median_ms) + " ms (" + best->when + ")";
+        report.tuned.push_back(section + "." + isa + " (" + where + ": " + std::to_string(best->median_ms) + " ms)");
+      }
+      if (gemv) {
+        for (const auto& [name, v] : gemv->knobs)
+          if (branch_knob(name))
+            values[name] = v;
+        why += "; gemv_* knobs: " + gemv_where + ", " + std::to_string(gemv->median_ms) + " ms";
+        report.tuned.push_back(section + "." + isa + " gemv (" + gemv_where + ": " + std::to_string(gemv->median_ms) +
+                               " ms)");
+      }
+      values["_why"] = why;
     }
   }
   std::filesystem::create_directories(std::filesystem::path(out_file).parent_path());

@@ -24,6 +24,7 @@ std::vector<preset_entry> preset(const std::string& name) {
       {"attention", "d_k=64,heads=8,t=1,tk=128,batch=1,causal=1", false},
       {"out_projection", "d_k=64,heads=8,t=128,batch=8", true},
       {"out_projection", "d_k=64,heads=8,t=1,batch=8", false},
+      {"out_projection", "d_k=64,heads=8,t=1,batch=1", false},
       {"ffn_relu", "d_model=512,d_ff=2048,t=128,batch=8", true},
       {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=8", false},
       {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=1", false},

@@ -159,12 +159,46 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
   CHECK(j["layernorm"]["avx512"]["rows_per_task"] == 32);
   CHECK(j["layernorm"]["avx2"]["rows_per_task"] == 8); // another ISA: no record, default kept
 
+  // The revision is stored and read back (a record that lost it would count as revision 1).
+  {
+    record r2 = r;
+    r2.schedule_revision = 7;
+    CHECK(record::from_json(r2.to_json(), "test").schedule_revision == 7);
+  }
   // A record measured with an older revision of the schedule is not used.
   report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k3.json", {{"layernorm", 2}});
   CHECK(report.tuned.empty());
 
   std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
+}
+
+TEST_CASE("a schedule's decode-branch knobs come from the decode record, the rest from prefill", "[tuner][database]") {
+  temp_dir work("branch");
+  database db(work.path);
+  const auto hw = this_machine();
+  record prefill;
+  prefill.kernel = "logits", prefill.knob_section = "logits", prefill.target = target_of_isa("avx512");
+  prefill.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=8"), prefill.status = "ok";
+  prefill.hardware = hw.key(), prefill.median_ms = 3.0, prefill.schedule_revision = 2;
+  prefill.knobs = {{"vectors", 2},    {"rows", 4},   {"tiles_per_task", 8}, {"row_tiles_per_task", 1},
+                   {"gemv_cols", 64}, {"gemv_k", 8}, {"gemv_vectors", 1}};
+  record decode = prefill;
+  decode.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=1"), decode.median_ms = 2.0;
+  decode.knobs = {{"vectors", 1},      {"rows", 2},    {"tiles_per_task", 1}, {"row_tiles_per_task", 32},
+                  {"gemv_cols", 1024}, {"gemv_k", 64}, {"gemv_vectors", 2}};
+  db.append(prefill);
+  db.append(decode);
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  const auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", {{"logits", 2}});
+  CHECK(report.tuned.size() == 2);
+  std::ifstream in(work.path + "/k.json");
+  const auto j = nlohmann::json::parse(in)["logits"]["avx512"];
+  CHECK(j["rows"] == 4); // the primary (prefill-branch) record
+  CHECK(j["vectors"] == 2);
+  CHECK(j["gemv_cols"] == 1024); // the one-row decode record
+  CHECK(j["gemv_k"] == 64);
+  CHECK(j["gemv_vectors"] == 2);
 }
 
 TEST_CASE("autoscheduler records compete in the search but are never built in", "[tuner][autoscheduler]") {

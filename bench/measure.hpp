@@ -1,0 +1,54 @@
+// Timing for the benchmarks: warm-up, then `samples` samples, each repeating the
+// call until `min_ms` have passed; median, min and max of the per-call times.
+// Several candidates are measured interleaved (A, B, C, A, B, C, ...) so that a
+// noisy neighbour on this shared machine hits all of them alike.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace bench {
+
+struct stats {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int samples = 0;
+  nlohmann::json to_json() const {
+    return {{"median_ms", median_ms}, {"min_ms", min_ms}, {"max_ms", max_ms}, {"samples", samples}};
+  }
+};
+
+inline double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Each function runs one call; returns one stats per function.
+inline std::vector<stats> interleaved(const std::vector<std::function<void()>>& fns, int samples, double min_ms) {
+  std::vector<std::vector<double>> times(fns.size());
+  for (const auto& f : fns)
+    for (int w = 0; w < 2; ++w)
+      f();
+  for (int s = 0; s < samples; ++s)
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+      int reps = 0;
+      const double t0 = now_ms();
+      double t1 = t0;
+      do {
+        fns[i]();
+        ++reps;
+        t1 = now_ms();
+      } while (t1 - t0 < min_ms);
+      times[i].push_back((t1 - t0) / reps);
+    }
+  std::vector<stats> out;
+  for (auto& t : times) {
+    std::sort(t.begin(), t.end());
+    out.push_back({t[t.size() / 2], t.front(), t.back(), int(t.size())});
+  }
+  return out;
+}
+
+} // namespace bench

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""halformer's benchmark, one command (see bench/README.md):
+
+    .venv/bin/python bench/run.py [--out bench/results] [--threads 2] [--quick] [--full]
+
+On this machine, in one run: machine limits (FMA peak, memory bandwidth), every
+kernel at Transformer-base shapes against oneDNN and OpenBLAS sgemm (GEMM-shaped
+kernels) and PyTorch nn.MultiheadAttention (attention block), and end-to-end
+encoding and greedy / beam-4 decoding against PyTorch nn.Transformer and
+CTranslate2 with the same weights and threads. Writes a markdown report, CSV, JSON
+and SVG charts into --out, with the machine's state and the exact commands.
+
+Measurement: every number is a median with min-max over samples; kernels and
+their sgemm baselines are interleaved sample by sample in one process; the
+end-to-end systems run in separate processes (peak RSS is per process), the fast
+ones twice in alternating order; thread counts are pinned to --threads."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, os.environ.get("HALFORMER_BUILD_DIR", "build"))
+BIN = os.path.join(BUILD, "bin")
+TORCH_PY = "/usr/bin/python3"  # Debian's python3-torch
+VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
+COMMANDS = []
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_json(cmd, env=None, lines=False):
+    COMMANDS.append(" ".join(cmd))
+    e = dict(os.environ, **(env or {}))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e)
+    if p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
+    if lines:
+        return [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def machine_state(threads):
+    def sh(c):
+        try:
+            return subprocess.run(c, shell=True, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "memory": sh("grep MemTotal /proc/meminfo | awk '{print $2/1048576 \" GiB\"}'"),
+        "kernel": platform.release(),
+        "governor": sh("cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null") or "n/a (VM)",
+        "loadavg_before": os.getloadavg(),
+        "git": sh(f"git -C {ROOT} rev-parse --short HEAD"),
+        "halide": sh(f"{VENV_PY} -c 'import importlib.metadata as m; print(m.version(\"halide\"))'"),
+        "torch": sh(f"{TORCH_PY} -c 'import torch; print(torch.__version__)'"),
+        "ctranslate2": sh(f"{VENV_PY} -c 'import ctranslate2; print(ctranslate2.__version__)'"),
+    }
+
+
+def combine(stats):
+    """Several runs' {median, min, max} -> median of medians, overall min and max."""
+    key = "median_ms" if "median_ms" in stats[0] else "median_s"
+    lo, hi = key.replace("median", "min"), key.replace("median", "max")
+    return {key: statistics.median(s[key] for s in stats), lo: min(s[lo] for s in stats),
+            hi: max(s[hi] for s in stats), "runs": len(stats)}
+
+
+def svg_bars(path, title, groups, series, unit, colors=("#2a7", "#47a", "#c73", "#888")):
+    """groups: [(label, {series: value or None})]; horizontal grouped bars."""
+    most = max([v for _, d in groups for v in d.values() if v] + [1e-9])
+    bar, gap, left, width = 14, 10, 210, 460
+    h = 50 + len(groups) * (len(series) * bar + gap) + 20 * len(series)
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + width + 120}' height='{h}' "
+           f"font-family='sans-serif' font-size='11'>",
+           f"<text x='10' y='20' font-size='14'>{title}</text>"]
+    y = 40
+    for label, d in groups:
+        out.append(f"<text x='10' y='{y + bar * len(series) / 2 + 4}'>{label}</text>")
+        for i, s in enumerate(series):
+            v = d.get(s)
+            if v:
+                w = width * v / most
+                out.append(f"<rect x='{left}' y='{y}' width='{w:.1f}' height='{bar - 2}' fill='{colors[i % 4]}'/>"
+                           f"<text x='{left + w + 4:.1f}' y='{y + bar - 4}'>{v:.3g}</text>")
+            else:
+                out.append(f"<text x='{left + 4}' y='{y + bar - 4}' fill='#a33'>{s}: n/a</text>")
+            y += bar
+        y += gap
+    for i, s in enumerate(series):
+        out.append(f"<rect x='{left}' y='{y + 20 * i}' width='12' height='12' fill='{colors[i % 4]}'/>"
+                   f"<text x='{left + 18}' y='{y + 20 * i + 10}'>{s} ({unit})</text>")
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--quick", action="store_true", help="fewer samples and cases (a smoke run)")
+    p.add_argument("--full", action="store_true", help="also PyTorch beam-4 at batch 32 (~10 minutes alone)")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    t = str(a.threads)
+    omp = {"OMP_NUM_THREADS": t, "OMP_WAIT_POLICY": "passive"}  # oneDNN's OpenMP pool
+    state = machine_state(a.threads)
+    log(f"machine: {state['cpu']}, {a.threads} threads; results to {a.out}")
+
+    model = os.path.join(BUILD, "bench-model")
+    ct2_model = os.path.join(BUILD, "bench-model-ct2")
+    sources = os.path.join(model, "sources.txt")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        log("exporting the Transformer-base benchmark model (random weights, vocab 32000)")
+        subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "make_model.py"), model, "--src-len", "128"],
+                       check=True)
+    if not os.path.exists(os.path.join(ct2_model, "model.bin")):
+        log("converting it for CTranslate2")
+        subprocess.run([VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "convert", model, ct2_model],
+                       check=True)
+
+    log("machine limits: FMA peak, bandwidth")
+    limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "5"])
+    peak = limits["fma_peak_gflops"]["avx512"]
+    bw = max(limits["bandwidth_gbps"].values())
+
+    rounds = 1 if a.quick else 2
+    kruns, mha = {}, {}
+    for r in range(rounds):
+        log(f"kernels, round {r + 1}/{rounds} (halformer, oneDNN, OpenBLAS interleaved)")
+        for row in run_json([os.path.join(BIN, "bench_kernels"), "--threads", t, "--samples",
+                             "3" if a.quick else "5", "--min-ms", "10" if a.quick else "20"], env=omp, lines=True):
+            kruns.setdefault((row["kernel"], row["phase"]), []).append(row)
+        log(f"PyTorch nn.MultiheadAttention, round {r + 1}/{rounds}")
+        for s in (128, 512, 2048):
+            mha.setdefault(s, []).append(run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "mha",
+                                                   "--seq", str(s), "--threads", t, "--samples", "5"]))
+    kernels = []
+    for (kernel, phase), rows in kruns.items():
+        k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
+             "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows])}
+        for base in ("onednn_sgemm", "openblas_sgemm"):
+            if base in rows[0]:
+                k[base] = combine([x[base] for x in rows])
+        ms = k["halformer"]["median_ms"]
+        k["gflops"] = k["flops"] / ms / 1e6
+        k["gbps"] = k["bytes"] / ms / 1e6
+        k["pct_peak"] = 100 * k["gflops"] / peak
+        k["pct_bandwidth"] = 100 * k["gbps"] / bw
+        if "onednn_sgemm" in k:
+            k["vs_onednn"] = k["onednn_sgemm"]["median_ms"] / ms
+            k["vs_openblas"] = k["openblas_sgemm"]["median_ms"] / ms
+        kernels.append(k)
+    by = {(k["kernel"], k["phase"]): k for k in kernels}
+    mha_rows = []
+    for s, runs in mha.items():
+        parts = [by.get((n, f"prefill S={s}")) for n in ("qkv_projection", "attention", "out_projection")]
+        if all(parts):
+            ours = sum(x["halformer"]["median_ms"] for x in parts)
+            theirs = combine(runs)
+            mha_rows.append({"seq": s, "halformer_ms": ours, "pytorch": theirs,
+                             "speedup": theirs["median_ms"] / ours})
+
+    # End to end.
+    cases = [("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
+             ("beam", 32)]
+    if a.quick:
+        cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)]
+    samples = "2" if a.quick else "3"
+    e2e = []
+    for mode, batch in cases:
+        label = f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
+        res = {"mode": mode, "batch": batch, "label": label, "systems": {}}
+        ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,
+                    "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", "64"]
+        ct2_cmd = [VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "e2e", ct2_model, sources, "--mode", mode,
+                   "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", "64"]
+        runs = {"halformer": [], "ctranslate2": []}
+        for r in range(1 if a.quick else 2):  # alternating order: A B, then B A
+            order = [("halformer", ours_cmd), ("ctranslate2", ct2_cmd)]
+            for name, cmd in (order if r % 2 == 0 else order[::-1]):
+                if name == "ctranslate2" and mode == "encode":
+                    continue  # CTranslate2's Translator has no encoder-only call
+                log(f"end to end: {label}: {name}")
+                runs[name].append(run_json(cmd))
+        torch_ok = not (mode == "beam" and batch == 32 and not a.full)
+        if torch_ok:
+            log(f"end to end: {label}: pytorch (re-runs the decoder on the prefix)")
+            runs["pytorch"] = [run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "e2e", model,
+                                         sources, "--mode", mode, "--batch", str(batch), "--threads", t,
+                                         "--samples", "1", "--new-tokens", "64"])]
+        for name, rs in runs.items():
+            if not rs:
+                continue
+            c = combine(rs)
+            res["systems"][name] = {**c, "tokens": rs[0]["tokens"], "tokens_per_s": rs[0]["tokens"] / c["median_s"],
+                                    "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+                                    "first_tokens": rs[0].get("first_tokens", [])}
+        # Output agreement with halformer (same weights; float32 differences may flip near-ties).
+        ours = res["systems"]["halformer"]["first_tokens"]
+        for name, srec in res["systems"].items():
+            other = srec["first_tokens"]
+            if name != "halformer" and ours and other:
+                same = sum(1 for x, y in zip(ours, other) if x == y)
+                srec["same_output_as_halformer"] = f"{same}/{len(ours)}"
+        e2e.append(res)
+
+    state["loadavg_after"] = os.getloadavg()
+    results = {"machine": state, "limits": limits, "kernels": kernels, "mha": mha_rows, "e2e": e2e,
+               "commands": COMMANDS}
+    for r in e2e:
+        for s in r["systems"].values():
+            s.pop("first_tokens", None)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    write_report(a, results, peak, bw)
+    log(f"done: {os.path.join(a.out, 'README.md')}")
+
+
+def fmt_ms(d, key="median_ms"):
+    lo, hi = key.replace("median", "min"), key.replace("median", "max")
+    return f"{d[key]:.4g} ({d[lo]:.3g}-{d[hi]:.3g})"
+
+
+def write_report(a, res, peak, bw):
+    m, lim = res["machine"], res["limits"]
+    L = [f"# Benchmarks: halformer on {m['cpu']}, {m['threads']} threads", "",
+         f"Measured {m['date']} at commit {m['git']} by `.venv/bin/python bench/run.py"
+         f"{' --quick' if a.quick else ''}{' --full' if a.full else ''}`. Machine: {m['cores']} cores, "
+         f"{m['memory']}, Linux {m['kernel']}, governor {m['governor']}, load average "
+         f"{m['loadavg_before'][0]:.2f} before / {m['loadavg_after'][0]:.2f} after. Halide {m['halide']}, "
+         f"PyTorch {m['torch']}, CTranslate2 {m['ctranslate2']}. Times are medians (min-max); the machine is "
+         "shared and noisy.", "",
+         "## Machine limits", "",
+         "| limit | value |", "|---|---|",
+         f"| FP32 FMA peak, AVX-512 | {lim['fma_peak_gflops']['avx512']:.0f} GFLOP/s |",
+         f"| FP32 FMA peak, AVX2 | {lim['fma_peak_gflops']['avx2']:.0f} GFLOP/s |",
+         f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
+         f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |", "",
+         "## Kernels", "",
+         "Every kernel as built into `libhalformer_kernels.a` (this machine's tuned schedules). Transformer-base: "
+         "d_model 512, 8 heads, d_ff 2048, vocab 32000; prefill is batch 1; decode is one token per row with "
+         "attention over a 128-position cache. Compute-bound rows give % of the FMA peak, memory-bound rows % of "
+         f"the bandwidth ({bw:.1f} GB/s); sgemm ratios are baseline time / halformer time (> 1: halformer faster).",
+         "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN sgemm | vs OpenBLAS sgemm |",
+         "|---|---|---|---|---|---|---|---|"]
+    for k in res["kernels"]:
+        pct = f"{k['pct_peak']:.0f}% peak" if k["compute_bound"] else f"{k['pct_bandwidth']:.0f}% bw"
+        vs = f"{k['vs_onednn']:.2f}x" if "vs_onednn" in k else "-"
+        vb = f"{k['vs_openblas']:.2f}x" if "vs_openblas" in k else "-"
+        L.append(f"| {k['kernel']} | {k['phase']} | {fmt_ms(k['halformer'])} | {k['gflops']:.1f} | "
+                 f"{k['gbps']:.1f} | {pct} | {vs} | {vb} |")
+    L += ["", "Attention block (q/k/v projection + attention + output projection, the sum of the three kernels' "
+          "medians) against PyTorch `nn.MultiheadAttention` (self-attention, batch 1):", "",
+          "| S | halformer ms | PyTorch ms | speed-up |", "|---|---|---|---|"]
+    for r in res["mha"]:
+        L.append(f"| {r['seq']} | {r['halformer_ms']:.4g} | {fmt_ms(r['pytorch'])} | {r['speedup']:.2f}x |")
+    L += ["", "## End to end", "",
+          "Transformer-base (pre-norm, random weights, vocab 32000; EOS suppressed so every system decodes exactly "
+          "64 tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
+          "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
+          "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's.", "",
+          "| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in res["e2e"]:
+        s = r["systems"]
+        for name in ("halformer", "ctranslate2", "pytorch"):
+            if name not in s:
+                continue
+            x = s[name]
+            vc = f"{x['tokens_per_s'] / s['ctranslate2']['tokens_per_s']:.2f}x" if "ctranslate2" in s else "n/a"
+            vp = f"{x['tokens_per_s'] / s['pytorch']['tokens_per_s']:.2f}x" if "pytorch" in s else "not run"
+            L.append(f"| {r['label']} | {name} | {fmt_ms(x, 'median_s')} | {x['tokens_per_s']:.1f} | {vc} | {vp} | "
+                     f"{x['peak_rss_mb']:.0f} | {x.get('same_output_as_halformer', '-')} |")
+    L += ["", "Not measured: CTranslate2 encode (its Translator has no encoder-only call)"
+          + ("" if a.full else "; PyTorch beam-4 at batch 32 (about 10 minutes; `--full` runs it)") + ".", "",
+          "## Charts", "", "![end to end](e2e.svg)", "", "![kernels](kernels.svg)", "",
+          "## Commands", "", "```sh"] + res["commands"] + ["```", ""]
+    with open(os.path.join(a.out, "README.md"), "w") as f:
+        f.write("\n".join(L))
+    with open(os.path.join(a.out, "kernels.csv"), "w") as f:
+        f.write("kernel,phase,median_ms,min_ms,max_ms,gflops,gbps,pct_peak,pct_bandwidth,vs_onednn,vs_openblas\n")
+        for k in res["kernels"]:
+            h = k["halformer"]
+            f.write(f"{k['kernel']},{k['phase']},{h['median_ms']},{h['min_ms']},{h['max_ms']},{k['gflops']},"
+                    f"{k['gbps']},{k['pct_peak']},{k['pct_bandwidth']},{k.get('vs_onednn', '')},"
+                    f"{k.get('vs_openblas', '')}\n")
+    with open(os.path.join(a.out, "e2e.csv"), "w") as f:
+        f.write("case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
+        for r in res["e2e"]:
+            for name, x in r["systems"].items():
+                f.write(f"{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},{x['tokens_per_s']},"
+                        f"{x['peak_rss_mb']}\n")
+    svg_bars(os.path.join(a.out, "e2e.svg"), "End to end: tokens/s (longer is faster)",
+             [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
+                            ("halformer", "ctranslate2", "pytorch")}) for r in res["e2e"]],
+             ["halformer", "ctranslate2", "pytorch"], "tokens/s")
+    gemm = [k for k in res["kernels"] if "onednn_sgemm" in k]
+    svg_bars(os.path.join(a.out, "kernels.svg"), "GEMM-shaped kernels: GFLOP/s (longer is faster)",
+             [(f"{k['kernel']} {k['phase']}", {"halformer": k["gflops"],
+                                               "oneDNN sgemm": k["flops"] / k["onednn_sgemm"]["median_ms"] / 1e6,
+                                               "OpenBLAS sgemm": k["flops"] / k["openblas_sgemm"]["median_ms"] / 1e6})
+              for k in gemm], ["halformer", "oneDNN sgemm", "OpenBLAS sgemm"], "GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()
