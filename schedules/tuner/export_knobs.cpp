@@ -27,8 +27,10 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       const int revision = revisions.count(section) ? revisions.at(section) : 1;
       const record* best = nullptr;
       std::string where;
+      // The section's first primary shape (in preset order) that has records
+      // decides: timings of different shapes are not comparable.
       for (const auto& e : preset(preset_name)) {
-        if (!e.primary)
+        if (!e.primary || best)
           continue;
         for (const auto& r : records)
           if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&

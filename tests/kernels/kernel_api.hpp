@@ -11,13 +11,21 @@
 
 #include <HalideBuffer.h>
 
+#include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace test {
 template <class T> struct is_buffer : std::false_type {};
 template <class T, int D, int S> struct is_buffer<Halide::Runtime::Buffer<T, D, S>> : std::true_type {};
 
-template <auto Kernel> struct on_device {
+extern "C" void halformer_set_error(const char* msg); // runtime/kernels/isa.c
+
+// After the call, every input buffer's device copy is read back and compared
+// with its host data: a kernel that writes its inputs (or out of bounds into a
+// neighbouring allocation) fails the call with a message, although on a GPU such
+// damage would otherwise go unseen by tests that read only the outputs.
+template <auto Kernel, auto Metadata> struct on_device {
   template <class... A> int operator()(A&&... a) const {
     auto arg = [](auto&& x) -> decltype(auto) {
       if constexpr (is_buffer<std::remove_cvref_t<decltype(x)>>::value) {
@@ -27,14 +35,35 @@ template <auto Kernel> struct on_device {
         return x;
       }
     };
-    const int rc = Kernel(arg(a)...);
-    auto back = [](auto&& x) {
+    int rc = Kernel(arg(a)...);
+    const halide_filter_metadata_t* md = Metadata();
+    int index = 0;
+    auto back = [&](auto&& x) {
+      const int kind = md->arguments[index++].kind;
       if constexpr (is_buffer<std::remove_cvref_t<decltype(x)>>::value) {
         auto& b = const_cast<std::remove_cvref_t<decltype(x)>&>(x);
-        if (b.raw_buffer()->device) {
-          b.copy_to_host();
-          b.device_free();
+        if (!b.raw_buffer()->device)
+          return;
+        if (rc == 0 && kind == halide_argument_kind_input_buffer) {
+          auto seen = b.copy(); // host copy of the same shape
+          seen.raw_buffer()->set_host_dirty(false);
+          b.raw_buffer()->set_device_dirty(true); // so that the copy reads the device's data
+          const int copied = halide_buffer_copy(nullptr, b.raw_buffer(), nullptr, seen.raw_buffer());
+          b.raw_buffer()->set_device_dirty(false);
+          if (copied == 0) {
+            bool same = true;
+            b.for_each_element(
+                [&](const int* pos) { same = same && std::memcmp(&b(pos), &seen(pos), sizeof(b(pos))) == 0; });
+            if (!same) {
+              halformer_set_error(
+                  (std::string("the kernel changed its input '") + md->arguments[index - 1].name + "' on the device")
+                      .c_str());
+              rc = -1000;
+            }
+          }
         }
+        b.copy_to_host();
+        b.device_free();
       }
     };
     (back(a), ...);
@@ -42,7 +71,7 @@ template <auto Kernel> struct on_device {
   }
 };
 } // namespace test
-#define HF(name) (::test::on_device<&hf_opencl_##name>{})
+#define HF(name) (::test::on_device<&hf_opencl_##name, &hf_opencl_##name##_metadata>{})
 #else
 #define HF(name) hf_##name
 #endif
