@@ -53,24 +53,39 @@ struct kcase {
   std::vector<gemm> gemms; // for the sgemm baselines
   std::function<std::shared_ptr<void>()> make;
   std::function<int(void*)> call;
+  std::function<std::size_t(void*)> size; // bytes one set of buffers holds
 };
 
 template <class Set, class Make, class Call> void add(std::vector<kcase>& v, kcase c, Make make, Call call) {
   c.make = [make] { return std::shared_ptr<void>(new Set(make()), [](void* p) { delete static_cast<Set*>(p); }); };
   c.call = [call](void* p) { return call(*static_cast<Set*>(p)); };
+  c.size = [](void* p) { return static_cast<Set*>(p)->size(); };
   v.push_back(std::move(c));
 }
 
 struct proj_set {
   fb x, w[3], b[3], o[3];
+  std::size_t size() const {
+    std::size_t n = x.size_in_bytes();
+    for (int i = 0; i < 3; ++i)
+      n += w[i].data() ? w[i].size_in_bytes() + b[i].size_in_bytes() + o[i].size_in_bytes() : 0;
+    return n;
+  }
 };
 struct attn_set {
   fb q, k, v, out;
   ib len;
+  std::size_t size() const { return q.size_in_bytes() + k.size_in_bytes() + v.size_in_bytes() + out.size_in_bytes(); }
 };
 struct gen_set {
   std::vector<fb> f;
   ib i;
+  std::size_t size() const {
+    std::size_t n = i.data() ? i.size_in_bytes() : 0;
+    for (const auto& b : f)
+      n += b.size_in_bytes();
+    return n;
+  }
 };
 
 std::vector<kcase> cases() {
@@ -267,8 +282,13 @@ int main(int argc, char** argv) {
     std::vector<std::shared_ptr<void>> sets{c.make()};
     std::size_t per = 0;
     // Rotation: as many copies as make >= 64 MiB (bytes is what one call touches).
-    // (up to 4096 copies: small memory-bound kernels must not run from the caches either)
-    const std::size_t n = std::clamp<std::size_t>(std::size_t((64 << 20) / std::max(c.bytes, 1.0)) + 1, 1, 4096);
+    // Up to 4096 copies (small memory-bound kernels must not run from the caches
+    // either) and 1 GiB in all (an embedding table is 64 MiB, of which a call
+    // touches a few rows).
+    const std::size_t set_size = std::max<std::size_t>(c.size(sets[0].get()), 1);
+    const std::size_t n =
+        std::clamp<std::size_t>(std::size_t((64 << 20) / std::max(c.bytes, 1.0)) + 1, 1,
+                                std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / set_size)));
     while (sets.size() < n)
       sets.push_back(c.make());
     (void)per;

@@ -60,6 +60,37 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   };
 
   int remaining = n;
+  if (K == 1) { // greedy: the kernels pick each row's token; only ids and log-probabilities come back
+    for (int step = 0; step < o.max_len && remaining > 0; ++step) {
+      for (int r = 0; r < rows; ++r)
+        step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
+      e.decode(step_ids, step, false);
+      const int* ids = nullptr;
+      const float* lps = nullptr;
+      e.pick(ids, lps);
+      for (int s = 0; s < n; ++s) {
+        if (done[s])
+          continue;
+        beam& b = live[s];
+        const double score = b.score + double(lps[s]);
+        if (ids[s] == c.eos_id) {
+          hypothesis h{b.tokens, float(normalized(score, step + 1))};
+          h.tokens.push_back(ids[s]);
+          finished[s].push_back(std::move(h));
+        } else {
+          b.tokens.push_back(ids[s]);
+          b.score = score;
+          if (step == o.max_len - 1)
+            finished[s].push_back({b.tokens, float(normalized(score, step + 1))});
+        }
+        if (!finished[s].empty()) {
+          finish(s);
+          --remaining;
+        }
+      }
+    }
+    return;
+  }
   for (int step = 0; step < o.max_len && remaining > 0; ++step) {
     for (int r = 0; r < rows; ++r)
       step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();

@@ -233,8 +233,10 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   logits_ = fbuffer(v, tgt_cap_, rows_cap_);
   log_probs_ = fbuffer(v, tgt_cap_, rows_cap_);
   scratch_ = fbuffer(config_.d_k(), config_.nhead, tgt_cap_, rows_cap_);
-  for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_})
+  pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
+  for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_})
     place(*b);
+  place(pick_lp_);
   for (fbuffer* b : {&normed_, &logits_, &log_probs_, &scratch_})
     place(*b);
 }
@@ -427,6 +429,22 @@ fbuffer executor::log_probs() {
   check(rc, "log_softmax");
   download(pv);
   return pv;
+}
+
+void executor::pick(const int*& ids, const float*& log_probs) {
+  if (t_ != 1)
+    throw error("pick: the last decode() ran " + std::to_string(t_) + " positions; greedy steps run one");
+  fbuffer lv = logits_.cropped(1, 0, 1).cropped(2, 0, rows_); // (vocab, 1, rows)
+  ibuffer iv = pick_ids_.cropped(1, 0, rows_);
+  fbuffer pv = pick_lp_.cropped(1, 0, rows_);
+  const int rc = k_.greedy_pick(lv, iv, pv);
+  written(pv);
+  if (iface_)
+    iv.set_device_dirty(false);
+  check(rc, "greedy_pick");
+  download(iv);
+  download(pv);
+  ids = &iv(0, 0), log_probs = &pv(0, 0);
 }
 
 void executor::reorder_caches(const std::vector<int>& parent, int len) {

@@ -47,6 +47,10 @@ public:
   fbuffer decode(const ibuffer& ids, int pos, bool logits_to_host = true);
   // Log-probabilities (vocab, t, rows) of the last decode()'s logits, on the host.
   fbuffer log_probs();
+  // Greedy decoding's choice from the last decode()'s logits at its last position:
+  // per row the best token (ties: the lowest id) and its log-probability. Only
+  // these come to the host. The spans hold rows() entries until the next call.
+  void pick(const int*& ids, const float*& log_probs);
   // Row r of every self-attention cache becomes row parent[r] (positions < len).
   void reorder_caches(const std::vector<int>& parent, int len);
 
@@ -113,6 +117,8 @@ private:
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::vector<std::string> caches_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
+  ibuffer pick_ids_; // (1, rows)
+  fbuffer pick_lp_;  // (1, rows)
   fbuffer logits_, log_probs_, normed_;
   fbuffer scratch_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())

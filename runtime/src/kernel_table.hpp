@@ -27,12 +27,13 @@ struct kernel_table {
   decltype(&hf_layernorm) layernorm;
   decltype(&hf_log_softmax) log_softmax;
   decltype(&hf_logits) logits;
+  decltype(&hf_greedy_pick) greedy_pick;
 };
 
 #define HALFORMER_KERNEL_TABLE(p)                                                                                      \
   kernel_table {                                                                                                       \
     p##embedding, p##qkv_projection, p##kv_projection, p##q_projection, p##attention, p##out_projection, p##ffn_relu,  \
-        p##ffn_gelu, p##layernorm, p##log_softmax, p##logits                                                           \
+        p##ffn_gelu, p##layernorm, p##log_softmax, p##logits, p##greedy_pick                                           \
   }
 
 inline const kernel_table& kernels_of(device d) {

@@ -65,6 +65,8 @@ int candidate(hb x, hb residual, hb gamma, hb beta, float eps, hb out);
 int candidate(hb x, hb lengths, bool causal, int32_t offset, hb out);
 #elif defined(HF_KERNEL_LOGITS)
 int candidate(hb x, hb w, hb b, hb out);
+#elif defined(HF_KERNEL_GREEDY_PICK)
+int candidate(hb x, hb ids, hb log_probs);
 #else
 #error "define HF_KERNEL_<NAME>"
 #endif
@@ -310,6 +312,18 @@ problem make_problem(shape_args& s) {
       compare_row3(c.f[1], ref::softmax(row3(c.f[0], t, b), {N}, false, 0, log), t, b, m);
   };
   p.flops = 4.0 * N * T * B, p.bytes = 8.0 * N * T * B;
+#elif defined(HF_KERNEL_GREEDY_PICK)
+  const int V = s["vocab"], T = s["t"], B = s["batch"];
+  p.make = [=] { return call_set{{random({V, T, B}, 3), fb(T, B)}, {ib(T, B)}}; };
+  p.call = [](call_set& c) { return candidate(c.f[0], c.i[0], c.f[1]); };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto want = ref::greedy_pick(row3(c.f[0], t, b));
+      m.add(c.i[0](t, b), want.ids[0]); // ids: exact, so any miss is a large error
+      m.add(c.f[1](t, b), want.log_p[0]);
+    }
+  };
+  p.flops = 4.0 * V * T * B, p.bytes = 8.0 * V * T * B;
 #elif defined(HF_KERNEL_EMBEDDING)
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   p.make = [=] {
@@ -424,10 +438,14 @@ int main(int argc, char** argv) {
     std::printf("{\"status\": \"kernel_error\", \"code\": %d}\n", rc);
     return 4;
   }
-  if (gpu)
+  if (gpu) {
     for (auto& b : p.sets[0].f)
       if (b.raw_buffer()->device_dirty())
         b.copy_to_host();
+    for (auto& b : p.sets[0].i)
+      if (b.raw_buffer()->device_dirty())
+        b.copy_to_host();
+  }
   error_meter m;
   p.verify(p.sets[0], m);
   const double err = m.result();

@@ -135,6 +135,30 @@ inline tensor softmax(const tensor& x, const std::vector<int>& lengths, bool cau
   return y;
 }
 
+// Greedy decoding's pick per row of x (n, t, b): the index of the largest value
+// (the first one on ties) and its log-probability log softmax(x)[index].
+struct pick {
+  std::vector<int> ids;      // (t, b), t fastest
+  std::vector<double> log_p; // (t, b)
+};
+inline pick greedy_pick(const tensor& x) {
+  const int N = x.dims[0], T = x.dims[1], B = x.dims[2];
+  pick p;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      int best = 0;
+      for (int n = 1; n < N; ++n)
+        if (x(n, t, b) > x(best, t, b))
+          best = n;
+      double z = 0;
+      for (int n = 0; n < N; ++n)
+        z += std::exp(x(n, t, b) - x(best, t, b));
+      p.ids.push_back(best);
+      p.log_p.push_back(-std::log(z));
+    }
+  return p;
+}
+
 inline tensor layernorm(const tensor& x, const tensor& gamma, const tensor& beta, double eps) {
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({D, T, B});

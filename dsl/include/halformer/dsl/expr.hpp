@@ -87,6 +87,12 @@ struct merge_heads {
 struct attention { // softmax(q.k / sqrt(d_k), masked) . v, over all heads and batch rows
   std::string name;
 };
+struct argmax { // the index (int32) of the largest element along dim 0; ties: the lowest index
+  std::string name;
+};
+struct max_log_prob { // along dim 0: log softmax of the largest element = -log(sum exp(x - max))
+  std::string name;
+};
 } // namespace op
 
 template <class Op, class Shape, class... Args> constexpr auto make(Op o, Shape, Args... a) {
@@ -253,6 +259,21 @@ auto attention(std::string name, Q q, K k, V v, L lengths, C causal, O offset) {
                 "halformer::dsl::attention: lengths must be (batch)");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
               std::move(lengths), std::move(causal), std::move(offset));
+}
+
+// ---- greedy choice ----------------------------------------------------------------
+
+// Reductions along dim 0 that leave the other dimensions: the winning index (int32
+// values) and its log-probability, what greedy decoding needs of a logits row.
+template <Tensor X> auto argmax(std::string name, X x) {
+  using SX = shape_t<X>;
+  static_assert(rank_v<SX> >= 1, "halformer::dsl::argmax: needs a dimension to reduce");
+  return make(op::argmax{std::move(name)}, hana::drop_front(SX{}), std::move(x));
+}
+template <Tensor X> auto max_log_prob(std::string name, X x) {
+  using SX = shape_t<X>;
+  static_assert(rank_v<SX> >= 1, "halformer::dsl::max_log_prob: needs a dimension to reduce");
+  return make(op::max_log_prob{std::move(name)}, hana::drop_front(SX{}), std::move(x));
 }
 
 } // namespace halformer::dsl

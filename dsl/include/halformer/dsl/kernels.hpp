@@ -116,4 +116,14 @@ struct logits {
   auto algorithm() const { return linear("logits", x, w, b); }
 };
 
+// Greedy decoding's choice per logits row: the best token (ties: the lowest id)
+// and its log-probability, so that only two numbers per row leave the device.
+struct greedy_pick {
+  static constexpr std::string_view name = "greedy_pick";
+  decltype(input("x", shape(vocab, t, batch))) x = input("x", shape(vocab, t, batch));
+
+  auto ids() const { return argmax("pick_id", x); }
+  auto log_probs() const { return max_log_prob("pick_log_prob", x); }
+};
+
 } // namespace halformer::dsl::kernels

@@ -307,6 +307,33 @@ private:
     r.f(i, t, b) = a[0].f(i % dk, t, i / dk, b);
   }
 
+  // A scan in index order keeping (index, value) of the best so far; ties keep the
+  // lower index (a strict comparison), so the result never depends on schedules
+  // that keep the order.
+  template <class Args> void build(const op::argmax& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    Halide::RDom rd(1, extent(x.dims[0]) - 1, o.name + "_r");
+    Halide::Func best = new_stage(o.name + "_best");
+    const Halide::Expr v = call(x, {{x.dims[0], rd.x}});
+    best(vars(r)) = Halide::Tuple(0, call(x, {{x.dims[0], 0}}));
+    best(vars(r)) =
+        Halide::Tuple(Halide::select(v > best(vars(r))[1], rd.x, best(vars(r))[0]), Halide::max(best(vars(r))[1], v));
+    r.f(vars(r)) = best(vars(r))[0];
+    rdoms_[o.name] = rd;
+  }
+  template <class Args> void build(const op::max_log_prob& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    Halide::RDom rd(0, extent(x.dims[0]), o.name + "_r");
+    Halide::Func row_max = new_stage(o.name + "_max"), row_sum = new_stage(o.name + "_sum");
+    std::map<std::string, Halide::Expr> at{{x.dims[0], rd.x}};
+    row_max(vars(r)) = call(x, {{x.dims[0], 0}});
+    row_max(vars(r)) = Halide::max(row_max(vars(r)), call(x, at));
+    row_sum(vars(r)) = 0.0f;
+    row_sum(vars(r)) += Halide::exp(call(x, at) - row_max(vars(r)));
+    r.f(vars(r)) = -Halide::log(row_sum(vars(r)));
+    rdoms_[o.name] = rd;
+  }
+
   // Attention in key chunks (FlashAttention's algebra without loop-carried state):
   // per (query, chunk) the chunk's max, sum of exponentials and partial output; then
   // the chunks are merged with weights exp(chunk_max - max). No stage is Tq x Tk per

@@ -35,7 +35,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision}},
       {"layernorm", {cpu::row_knobs(), cpu::row_revision}},
       {"softmax", {cpu::row_knobs(), cpu::row_revision}},
-      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision}}};
+      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision}},
+      {"greedy_pick", {cpu::pick_knobs(), cpu::row_revision}}};
   static const std::map<std::string, section_info> gpu_sections{
       {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision}},
       {"head_projection", {gpu::gemm_knobs(), gpu::gemm_revision}},
@@ -44,7 +45,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision}},
       {"layernorm", {gpu::row_knobs(), gpu::row_revision}},
       {"softmax", {gpu::row_knobs(), gpu::row_revision}},
-      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision}}};
+      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision}},
+      {"greedy_pick", {gpu::pick_knobs(), gpu::row_revision}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {
@@ -75,6 +77,11 @@ inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Ta
 }
 inline void logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
   family_of(t) == family::gpu ? gpu::logits(ctx, out, k) : cpu::logits(ctx, out, t, k);
+}
+
+inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs, const Halide::Target& t,
+                        const knob_values& k) {
+  family_of(t) == family::gpu ? gpu::greedy_pick(ctx, ids, log_probs, k) : cpu::greedy_pick(ctx, ids, log_probs, t, k);
 }
 
 } // namespace halformer::schedules

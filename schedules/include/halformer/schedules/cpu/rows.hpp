@@ -64,4 +64,26 @@ inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Ta
   detail::reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), target, k);
 }
 
+// greedy_pick: two row reductions over the vocabulary (the best id; the
+// log-sum-exp), `rows_per_task` rows per parallel task. The argmax scan keeps
+// index order (its tie rule needs it), so it is not vectorised; the max and sum of
+// the log-sum-exp are (atomic(): max is exact, the sum reassociates).
+inline std::vector<knob_decl> pick_knobs() {
+  return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
+}
+inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs,
+                        const Halide::Target& target, const knob_values& k) {
+  using namespace Halide;
+  const int vec = target.natural_vector_size<float>();
+  for (Func out : {ids, log_probs}) {
+    Var t("t"), b("batch"), row("row"), rt("rt");
+    out.fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
+  }
+  ctx.stage("pick_id_best").compute_at(ids, Var("rt"));
+  for (const char* s : {"pick_log_prob_max", "pick_log_prob_sum"}) {
+    ctx.stage(s).compute_at(log_probs, Var("rt"));
+    ctx.stage(s).update().atomic().vectorize(ctx.rdom("pick_log_prob").x, vec, TailStrategy::GuardWithIf);
+  }
+}
+
 } // namespace halformer::schedules::cpu
