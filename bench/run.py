@@ -197,7 +197,7 @@ def main():
                 runs[name].append(run_json(cmd))
         torch_ok = not (mode == "beam" and batch == 32 and not a.full)
         if torch_ok:
-            log(f"end to end: {label}: pytorch (re-runs the decoder on the prefix)")
+            log(f"end to end: {label}: pytorch" + ("" if mode == "encode" else " (re-runs the decoder on the prefix)"))
             runs["pytorch"] = [run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "e2e", model,
                                          sources, "--mode", mode, "--batch", str(batch), "--threads", t,
                                          "--samples", "1", "--new-tokens", "64"])]
