@@ -35,7 +35,7 @@ if [[ ! -x .venv/bin/python ]]; then
   echo "== venv: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import halide, sys; sys.exit(0)" 2>/dev/null ||
+if ! .venv/bin/python -c "import halide, ctranslate2, numpy" 2>/dev/null ||
    [[ ! -x .venv/bin/cmake || ! -x .venv/bin/ninja ]]; then
   echo "== venv: pip install -r scripts/requirements.txt"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
