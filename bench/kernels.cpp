@@ -208,6 +208,29 @@ std::vector<kcase> cases() {
           },
           [](gen_set& g) { return hf_logits(g.f[0], g.f[1], g.f[2], g.f[3]); });
     }
+    // The standalone softmax over keys (S x S scores at prefill, a 128-key row per
+    // decode row), and greedy decoding's pick over the vocabulary (decode).
+    {
+      const int n = s.prefill ? s.t : CACHE;
+      kcase c{"softmax", s.phase, 4.0 * n * rows, 8.0 * n * rows, false};
+      add<gen_set>(
+          v, c,
+          [=] {
+            gen_set g{{random({n, s.t, s.batch}, 3.0f), fb(n, s.t, s.batch)}, ib(s.batch)};
+            g.i.fill(n);
+            return g;
+          },
+          [](gen_set& g) { return hf_softmax(g.f[0], g.i, false, 0, g.f[1]); });
+    }
+    if (!s.prefill) {
+      kcase c{"greedy_pick", s.phase, 4.0 * V * rows, 4.0 * V * rows, false};
+      add<gen_set>(
+          v, c,
+          [=] {
+            return gen_set{{random({V, 1, s.batch}, 3.0f), fb(1, s.batch)}, ib(1, s.batch)};
+          },
+          [](gen_set& g) { return hf_greedy_pick(g.f[0], g.i, g.f[1]); });
+    }
     if (!s.prefill) {
       kcase c{"log_softmax", s.phase, 4.0 * V * rows, 8.0 * V * rows, false};
       add<gen_set>(
