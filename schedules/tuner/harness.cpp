@@ -453,9 +453,11 @@ int main(int argc, char** argv) {
     std::printf("{\"status\": \"wrong\", \"max_error\": %.3g}\n", err);
     return 3;
   }
-  // Rotating copies: >= 64 MiB of inputs in all, at most 32 sets.
+  // Rotating copies: >= 64 MiB of inputs in all (up to 4096 copies, 1 GiB), so that
+  // even a 4 KiB decode-step LayerNorm is timed from memory, not from the caches.
   const std::size_t per_set = std::max<std::size_t>(set_bytes(p.sets[0]), 1);
-  const std::size_t n_sets = std::clamp<std::size_t>((64u << 20) / per_set + 1, 1, 32);
+  const std::size_t n_sets = std::clamp<std::size_t>(
+      (64u << 20) / per_set + 1, 1, std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / per_set)));
   while (p.sets.size() < n_sets)
     p.sets.push_back(fresh(p.make()));
   std::size_t next = 0;
