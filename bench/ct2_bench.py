@@ -46,6 +46,15 @@ def convert(model_dir, out_dir):
     def norm(s, prefix):
         s.gamma, s.beta = w[prefix + ".weight"], w[prefix + ".bias"]
 
+    def self_attention_and_ffn(layer, p, ffn_norm):
+        att = layer.self_attention
+        att.linear[0].weight, att.linear[0].bias = w[p + "self_attn.in_proj_weight"], w[p + "self_attn.in_proj_bias"]
+        linear(att.linear[1], p + "self_attn.out_proj")
+        norm(att.layer_norm, p + "norm1")
+        linear(layer.ffn.linear_0, p + "linear1")
+        linear(layer.ffn.linear_1, p + "linear2")
+        norm(layer.ffn.layer_norm, p + ffn_norm)
+
     enc, dec = spec.encoder, spec.decoder
     enc.embeddings[0].weight = w["src_embed.weight"]
     dec.embeddings.weight = w["tgt_embed.weight"]
@@ -55,28 +64,15 @@ def convert(model_dir, out_dir):
     norm(dec.layer_norm, "transformer.decoder.norm")
     linear(dec.projection, "generator")
     for i, layer in enumerate(enc.layer):
-        p = f"transformer.encoder.layers.{i}."
-        layer.self_attention.linear[0].weight = w[p + "self_attn.in_proj_weight"]
-        layer.self_attention.linear[0].bias = w[p + "self_attn.in_proj_bias"]
-        linear(layer.self_attention.linear[1], p + "self_attn.out_proj")
-        norm(layer.self_attention.layer_norm, p + "norm1")
-        linear(layer.ffn.linear_0, p + "linear1")
-        linear(layer.ffn.linear_1, p + "linear2")
-        norm(layer.ffn.layer_norm, p + "norm2")
+        self_attention_and_ffn(layer, f"transformer.encoder.layers.{i}.", "norm2")
     for i, layer in enumerate(dec.layer):
         p = f"transformer.decoder.layers.{i}."
-        layer.self_attention.linear[0].weight = w[p + "self_attn.in_proj_weight"]
-        layer.self_attention.linear[0].bias = w[p + "self_attn.in_proj_bias"]
-        linear(layer.self_attention.linear[1], p + "self_attn.out_proj")
-        norm(layer.self_attention.layer_norm, p + "norm1")
+        self_attention_and_ffn(layer, p, "norm3")
         qkv_w, qkv_b = w[p + "multihead_attn.in_proj_weight"], w[p + "multihead_attn.in_proj_bias"]
         layer.attention.linear[0].weight, layer.attention.linear[0].bias = qkv_w[:d], qkv_b[:d]
         layer.attention.linear[1].weight, layer.attention.linear[1].bias = qkv_w[d:], qkv_b[d:]
         linear(layer.attention.linear[2], p + "multihead_attn.out_proj")
         norm(layer.attention.layer_norm, p + "norm2")
-        linear(layer.ffn.linear_0, p + "linear1")
-        linear(layer.ffn.linear_1, p + "linear2")
-        norm(layer.ffn.layer_norm, p + "norm3")
     spec.register_source_vocabulary([word(i) for i in range(c["src_vocab"])])
     spec.register_target_vocabulary([word(i) for i in range(c["tgt_vocab"])])
     spec.validate()

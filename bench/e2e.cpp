@@ -7,6 +7,7 @@
 //             [--beam K] [--new-tokens N] [--threads T] [--samples S] [--device D]
 #include "halformer/model.hpp"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
@@ -21,31 +22,17 @@
 int main(int argc, char** argv) {
   std::string model_dir, sources_file, mode = "greedy", device = "cpu";
   int batch = 1, beam = 4, new_tokens = 64, threads = 0, samples = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model")
-      model_dir = v;
-    else if (a == "--sources")
-      sources_file = v;
-    else if (a == "--mode")
-      mode = v;
-    else if (a == "--batch")
-      batch = std::stoi(v);
-    else if (a == "--beam")
-      beam = std::stoi(v);
-    else if (a == "--new-tokens")
-      new_tokens = std::stoi(v);
-    else if (a == "--threads")
-      threads = std::stoi(v);
-    else if (a == "--samples")
-      samples = std::stoi(v);
-    else if (a == "--device")
-      device = v;
-    else {
-      std::fprintf(stderr, "bench_e2e: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app{"bench_e2e: halformer end to end (JSON on stdout)"};
+  app.add_option("--model", model_dir)->required();
+  app.add_option("--sources", sources_file)->required();
+  app.add_option("--mode", mode)->check(CLI::IsMember({"encode", "greedy", "beam"}));
+  app.add_option("--batch", batch)->check(CLI::Range(1, 4096));
+  app.add_option("--beam", beam)->check(CLI::Range(1, 64));
+  app.add_option("--new-tokens", new_tokens)->check(CLI::Range(1, 100000));
+  app.add_option("--threads", threads)->check(CLI::Range(0, 1024));
+  app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
+  app.add_option("--device", device)->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
+  CLI11_PARSE(app, argc, argv);
   try {
     std::vector<halformer::sentence> sources;
     std::ifstream in(sources_file);

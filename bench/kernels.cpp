@@ -10,6 +10,7 @@
 
 #include "hf_all.h"
 
+#include <CLI/CLI.hpp>
 #include <HalideBuffer.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -277,21 +278,12 @@ int main(int argc, char** argv) {
   int threads = int(std::thread::hardware_concurrency()), samples = 7;
   double min_ms = 20;
   std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--threads")
-      threads = std::atoi(argv[i + 1]);
-    else if (a == "--samples")
-      samples = std::atoi(argv[i + 1]);
-    else if (a == "--min-ms")
-      min_ms = std::atof(argv[i + 1]);
-    else if (a == "--only")
-      only = argv[i + 1];
-    else {
-      std::fprintf(stderr, "bench_kernels: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app{"bench_kernels: every kernel vs oneDNN/OpenBLAS sgemm (JSON lines on stdout)"};
+  app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
+  app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
+  app.add_option("--min-ms", min_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
+  app.add_option("--only", only, "one kernel");
+  CLI11_PARSE(app, argc, argv);
   if (halformer_kernels_init() != 0) {
     std::fprintf(stderr, "%s\n", halformer_last_error());
     return 2;
@@ -303,7 +295,6 @@ int main(int argc, char** argv) {
     if (!only.empty() && c.kernel != only)
       continue;
     std::vector<std::shared_ptr<void>> sets{c.make()};
-    std::size_t per = 0;
     // Rotation: as many copies as make >= 64 MiB (bytes is what one call touches).
     // Up to 4096 copies (small memory-bound kernels must not run from the caches
     // either) and 1 GiB in all (an embedding table is 64 MiB, of which a call
@@ -314,7 +305,6 @@ int main(int argc, char** argv) {
                                 std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / set_size)));
     while (sets.size() < n)
       sets.push_back(c.make());
-    (void)per;
     std::size_t next = 0;
     int rc = 0;
     std::vector<std::function<void()>> fns{[&] { rc |= c.call(sets[next++ % sets.size()].get()); }};

@@ -5,6 +5,8 @@
 
 #include "compare.hpp" // fma_peak_gflops
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,19 +25,11 @@ template <class F> void parallel(int threads, std::size_t n, F body) {
 } // namespace
 
 int main(int argc, char** argv) {
-  int threads = int(std::thread::hardware_concurrency());
-  int samples = 7;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--threads")
-      threads = std::atoi(argv[i + 1]);
-    else if (a == "--samples")
-      samples = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "bench_limits: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  int threads = int(std::thread::hardware_concurrency()), samples = 7;
+  CLI::App app{"bench_limits: FMA peak and memory bandwidth (JSON on stdout)"};
+  app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
+  app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
   nlohmann::json j;
   j["threads"] = threads;
   j["fma_peak_gflops"] = {{"avx512", halformer::tuner::fma_peak_gflops("avx512", threads)},

@@ -76,18 +76,6 @@ void executor::upload_weights(model_weights& w, device d) {
         up(b);
 }
 
-void executor::place(fbuffer& b) const {
-  if (iface_) {
-    b.set_host_dirty();
-    require_ok(b.copy_to_device(iface_), "allocating activations", device_);
-  }
-}
-void executor::place(ibuffer& b) const {
-  if (iface_) {
-    b.set_host_dirty();
-    require_ok(b.copy_to_device(iface_), "allocating lengths", device_);
-  }
-}
 template <class B> void executor::upload(B& b) const {
   if (iface_) {
     b.set_host_dirty();
@@ -224,7 +212,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
       sizes = {config_.d_k(), config_.nhead, tgt_cap_, rows_cap_}; // storage (d_k, heads, position, batch)
     buf = fbuffer(sizes);
     buf.fill(0.0f);
-    place(buf);
+    upload(buf);
   }
   const int d = config_.d_model, v = config_.tgt_vocab;
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
@@ -235,10 +223,10 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   scratch_ = fbuffer(config_.d_k(), config_.nhead, tgt_cap_, rows_cap_);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
   for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_})
-    place(*b);
-  place(pick_lp_);
+    upload(*b);
+  upload(pick_lp_);
   for (fbuffer* b : {&normed_, &logits_, &log_probs_, &scratch_})
-    place(*b);
+    upload(*b);
 }
 
 fbuffer executor::view(const operand& o) const {
@@ -278,7 +266,7 @@ fbuffer executor::staging(const operand& o) {
   fbuffer& st = staging_[o.act];
   if (st.data() == nullptr || st.dim(1).extent() < t_ || st.dim(3).extent() < rows_cap_) {
     st = fbuffer(config_.d_k(), std::max(t_, 1), config_.nhead, rows_cap_); // grows rarely: t is 1 when decoding
-    place(st);
+    upload(st);
   }
   return st.cropped(1, 0, t_).cropped(3, 0, rows_);
 }

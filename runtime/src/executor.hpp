@@ -98,9 +98,7 @@ private:
   fbuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success
   // Device residency (no-ops on the CPU).
-  void place(fbuffer& b) const; // allocate on the device, upload the host contents
-  void place(ibuffer& b) const;
-  template <class B> void upload(B& b) const;   // after host writes
+  template <class B> void upload(B& b) const;   // after host writes; allocates on the device the first time
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
   static void written(fbuffer& view);           // a kernel wrote `view` (see executor.cpp)

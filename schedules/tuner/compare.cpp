@@ -101,20 +101,24 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
   std::vector<compare_row> rows;
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   const std::string parallelism = std::to_string(m.threads > 0 ? m.threads : cores);
+  // The fastest verified knob-set record of this kernel and shape for a target,
+  // machine key and schedule revision (autoscheduler records are their own rows).
+  const auto best_tuned = [&](const std::string& tgt, const std::string& key, int revision) {
+    std::optional<record> best;
+    for (auto& r : db.load())
+      if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == tgt && r.hardware == key &&
+          r.schedule_revision == revision && autoscheduler_of(r.knobs).empty() &&
+          (!best || r.median_ms < best->median_ms))
+        best = std::move(r);
+    return best;
+  };
   for (const auto& s : o.schedules) {
     compare_row row{s, {}, ""};
     std::fprintf(stderr, "[compare %s %s] measuring %s...\n", k.name.c_str(), m.shape.c_str(), s.c_str());
     if (s == "default") {
       row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
     } else if (s == "tuned") {
-      // The build's notion of tuned: the fastest verified knob set (autoscheduler
-      // records are their own rows).
-      std::optional<record> best;
-      for (auto& r : db.load())
-        if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == target && r.hardware == hw.key() &&
-            r.schedule_revision == k.revision && autoscheduler_of(r.knobs).empty() &&
-            (!best || r.median_ms < best->median_ms))
-          best = std::move(r);
+      const auto best = best_tuned(target, hw.key(), k.revision);
       if (!best) {
         row.note = "no tuned record for this kernel, shape and machine";
       } else {
@@ -152,12 +156,7 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
       if (s == "opencl") {
         row.r = measure(t, kg, default_knobs(t, kg.knob_section, "opencl"), g, hw, "opencl default");
       } else {
-        std::optional<record> best;
-        const std::string key = hardware_key(hw, "opencl"), target_ocl = target_of_isa("opencl");
-        for (auto& r : db.load())
-          if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == target_ocl && r.hardware == key &&
-              r.schedule_revision == kg.revision && (!best || r.median_ms < best->median_ms))
-            best = std::move(r);
+        const auto best = best_tuned(target_of_isa("opencl"), hardware_key(hw, "opencl"), kg.revision);
         if (best)
           row.r = measure(t, kg, best->knobs, g, hw, "opencl tuned");
         else

@@ -18,6 +18,18 @@ export_report export_knobs(const std::string& default_knob_file, const database&
     throw error("cannot open " + default_knob_file);
   nlohmann::json knobs = nlohmann::json::parse(in);
   const auto records = db.load();
+  const auto entries = preset(preset_name);
+  // Branch knobs: a schedule's "gemv_*" knobs size its decode matrix-vector
+  // branch alone, which prefill shapes never take; they come from the best
+  // record at a one-row decode shape (t = 1, batch = 1), the rest from the
+  // best record at the preset's primary shape.
+  const auto branch_knob = [](const std::string& n) {
+    return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
+  };
+  const auto one_row = [](const preset_entry& e) {
+    const auto sv = shape_values(e.shape);
+    return sv.count("t") && sv.at("t") == 1 && sv.count("batch") && sv.at("batch") == 1;
+  };
   export_report report;
   for (auto& [section, isas] : knobs.items()) {
     if (section[0] == '_')
@@ -25,39 +37,29 @@ export_report export_knobs(const std::string& default_knob_file, const database&
     for (auto& [isa, values] : isas.items()) {
       const std::string target = target_of_isa(isa);
       const int revision = revisions.count(section) ? revisions.at(section) : 1;
+      // A knob-set record of this section measured here, now, at entry e.
+      const auto usable = [&](const record& r, const preset_entry& e) {
+        return r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
+               r.target == target && r.hardware == hw.key() && autoscheduler_of(r.knobs).empty() &&
+               r.schedule_revision == revision;
+      };
       const record* best = nullptr;
       std::string where;
       // The section's first primary shape (in preset order) that has records
       // decides: timings of different shapes are not comparable.
-      for (const auto& e : preset(preset_name)) {
-        if (!e.primary || best)
-          continue;
-        for (const auto& r : records)
-          if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
-              r.target == target && r.hardware == hw.key() && (!best || r.median_ms < best->median_ms) &&
-              autoscheduler_of(r.knobs).empty() && r.schedule_revision == revision)
-            best = &r, where = e.kernel + " " + e.shape;
-      }
-      // Branch knobs: a schedule's "gemv_*" knobs size its decode matrix-vector
-      // branch alone, which prefill shapes never take; they come from the best
-      // record at a one-row decode shape (t = 1, batch = 1), the rest from the
-      // best record at the preset's primary shape.
-      const auto branch_knob = [](const std::string& n) {
-        return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
-      };
+      for (const auto& e : entries)
+        if (e.primary && !best)
+          for (const auto& r : records)
+            if (usable(r, e) && (!best || r.median_ms < best->median_ms))
+              best = &r, where = e.kernel + " " + e.shape;
       const record* gemv = nullptr;
       std::string gemv_where;
-      for (const auto& e : preset(preset_name)) {
-        const auto sv = shape_values(e.shape);
-        if (sv.count("t") == 0 || sv.at("t") != 1 || sv.count("batch") == 0 || sv.at("batch") != 1)
-          continue;
-        for (const auto& r : records)
-          if (r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
-              r.target == target && r.hardware == hw.key() && (!gemv || r.median_ms < gemv->median_ms) &&
-              autoscheduler_of(r.knobs).empty() && r.schedule_revision == revision &&
-              std::any_of(r.knobs.begin(), r.knobs.end(), [&](const auto& kv) { return branch_knob(kv.first); }))
-            gemv = &r, gemv_where = e.kernel + " " + e.shape;
-      }
+      for (const auto& e : entries)
+        if (one_row(e))
+          for (const auto& r : records)
+            if (usable(r, e) && (!gemv || r.median_ms < gemv->median_ms) &&
+                std::any_of(r.knobs.begin(), r.knobs.end(), [&](const auto& kv) { return branch_knob(kv.first); }))
+              gemv = &r, gemv_where = e.kernel + " " + e.shape;
       if (!best && !gemv) {
         report.defaulted.push_back(section + "." + isa);
         continue;

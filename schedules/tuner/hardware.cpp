@@ -68,7 +68,10 @@ std::string opencl_device() {
 }
 
 std::string hardware_key(const hardware& hw, const std::string& isa) {
-  return isa == "opencl" ? hw.key() + "|opencl:" + opencl_device() : hw.key();
+  if (isa != "opencl")
+    return hw.key();
+  static const std::string device = opencl_device(); // loads libOpenCL and its ICDs: once per process
+  return hw.key() + "|opencl:" + device;
 }
 
 } // namespace halformer::tuner
