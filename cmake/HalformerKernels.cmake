@@ -27,17 +27,61 @@ add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
 
 set(HALFORMER_KERNELS "")
 set(HALFORMER_KERNEL_SCHEDULES "")
-# halformer_kernel(NAME GENERATOR gen KNOBS section [PARAMS k=v ...]): function
-# hf_NAME; KNOBS names its schedule's section of the knob file (as its generator does).
-function(halformer_kernel name)
-  cmake_parse_arguments(ARG "" "GENERATOR;KNOBS" "PARAMS" ${ARGN})
-  add_halide_library(hf_${name} FROM halformer.generators
-    GENERATOR ${ARG_GENERATOR}
-    FUNCTION_NAME hf_${name}
+set(HALFORMER_CPU_FUNCTIONS "")
+# halformer_kernel(NAME GENERATOR gen KNOBS section [PARAMS k=v ...] [BUCKETS b ...]):
+# function hf_NAME; KNOBS names its schedule's section of the knob file (as its
+# generator does). BUCKETS: the shape buckets (prefill, decode, decode1) the CPU
+# library holds a separately tuned variant for; with two or more, each is its own
+# multi-ISA function hf_NAME__<bucket> and hf_NAME is a generated C dispatcher
+# choosing by the call's shape (runtime/kernels/variants.c). List the buckets of
+# the kernel's shapes in the tuning preset (schedules/tuner/presets.cpp): the
+# knob export reports preset shapes whose bucket has no variant.
+# One multi-ISA CPU function of a kernel (VARIANT: kernel@bucket, or "").
+function(halformer_cpu_function fn variant generator)
+  set(variant_param "")
+  if (variant)
+    set(variant_param variant=${variant})
+  endif ()
+  add_halide_library(${fn} FROM halformer.generators
+    GENERATOR ${generator}
+    FUNCTION_NAME ${fn}
     TARGETS ${HALFORMER_X86_TARGETS}
     USE_RUNTIME halformer_runtime
-    PARAMS knob_file=${HALFORMER_KNOB_FILE} ${ARG_PARAMS}
+    PARAMS knob_file=${HALFORMER_KNOB_FILE} ${variant_param} ${ARGN}
     DEPENDS ${HALFORMER_KNOB_FILE})
+endfunction()
+
+function(halformer_kernel name)
+  cmake_parse_arguments(ARG "" "GENERATOR;KNOBS" "PARAMS;BUCKETS" ${ARGN})
+  set(cpu_functions "")
+  list(LENGTH ARG_BUCKETS bucket_count)
+  if (bucket_count GREATER 1)
+    set(parts "")
+    foreach (b IN LISTS ARG_BUCKETS)
+      halformer_cpu_function(hf_${name}__${b} ${name}@${b} ${ARG_GENERATOR} ${ARG_PARAMS})
+      list(APPEND parts hf_${name}__${b})
+    endforeach ()
+    list(GET ARG_BUCKETS 0 first)
+    set(gen ${CMAKE_CURRENT_BINARY_DIR})
+    add_custom_command(OUTPUT ${gen}/hf_${name}.h ${gen}/hf_${name}_dispatch.c
+                       COMMAND halformer_dispatcher ${gen} hf_${name} ${name} ${ARG_BUCKETS}
+                       DEPENDS halformer_dispatcher ${gen}/hf_${name}__${first}.h
+                       COMMENT "Writing the shape dispatcher of hf_${name}" VERBATIM)
+    add_library(hf_${name} STATIC ${gen}/hf_${name}_dispatch.c)
+    target_include_directories(hf_${name} PUBLIC ${gen} ${CMAKE_SOURCE_DIR}/runtime/kernels)
+    target_link_libraries(hf_${name} PUBLIC ${parts} Halide::Runtime)
+    set_target_properties(hf_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON HALFORMER_PARTS "${parts}")
+    set(cpu_functions ${parts})
+    foreach (b IN LISTS ARG_BUCKETS)
+      set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_VARIANTS ${name}@${b})
+    endforeach ()
+  elseif (bucket_count EQUAL 1)
+    halformer_cpu_function(hf_${name} ${name}@${ARG_BUCKETS} ${ARG_GENERATOR} ${ARG_PARAMS})
+    set(cpu_functions hf_${name})
+  else ()
+    halformer_cpu_function(hf_${name} "" ${ARG_GENERATOR} ${ARG_PARAMS})
+    set(cpu_functions hf_${name})
+  endif ()
   if (HALFORMER_GPU)
     foreach (api IN ITEMS opencl cuda)
       string(TOUPPER ${api} API)
@@ -51,6 +95,7 @@ function(halformer_kernel name)
     endforeach ()
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
+  set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} ${cpu_functions} PARENT_SCOPE)
   set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} ${name}=${ARG_KNOBS} PARENT_SCOPE)
   # The tuner's catalog: how to build this kernel with other knob values.
   set(params "")
@@ -58,26 +103,33 @@ function(halformer_kernel name)
     string(APPEND params "\"${p}\",")
   endforeach ()
   string(REGEX REPLACE ",$" "" params "${params}")
+  set(buckets "")
+  foreach (b IN LISTS ARG_BUCKETS)
+    string(APPEND buckets "\"${b}\",")
+  endforeach ()
+  string(REGEX REPLACE ",$" "" buckets "${buckets}")
   set_property(GLOBAL APPEND_STRING PROPERTY HALFORMER_KERNEL_CATALOG
-               "{\"name\": \"${name}\", \"generator\": \"${ARG_GENERATOR}\", \"knobs\": \"${ARG_KNOBS}\", \"params\": [${params}]},\n")
+               "{\"name\": \"${name}\", \"generator\": \"${ARG_GENERATOR}\", \"knobs\": \"${ARG_KNOBS}\", \"params\": [${params}], \"buckets\": [${buckets}]},\n")
 endfunction()
 
-halformer_kernel(embedding GENERATOR embedding KNOBS embedding)
-halformer_kernel(qkv_projection GENERATOR qkv_projection KNOBS head_projection)
-halformer_kernel(kv_projection GENERATOR kv_projection KNOBS head_projection)
-halformer_kernel(q_projection GENERATOR q_projection KNOBS head_projection)
-halformer_kernel(attention GENERATOR attention KNOBS attention)
-halformer_kernel(out_projection GENERATOR out_projection KNOBS out_projection)
-halformer_kernel(ffn_relu GENERATOR ffn KNOBS ffn PARAMS activation=relu)
+halformer_kernel(embedding GENERATOR embedding KNOBS embedding BUCKETS prefill decode)
+halformer_kernel(qkv_projection GENERATOR qkv_projection KNOBS head_projection BUCKETS prefill decode decode1)
+halformer_kernel(kv_projection GENERATOR kv_projection KNOBS head_projection BUCKETS prefill)
+halformer_kernel(q_projection GENERATOR q_projection KNOBS head_projection BUCKETS decode decode1)
+halformer_kernel(attention GENERATOR attention KNOBS attention BUCKETS prefill decode decode1)
+halformer_kernel(out_projection GENERATOR out_projection KNOBS out_projection BUCKETS prefill decode decode1)
+halformer_kernel(ffn_relu GENERATOR ffn KNOBS ffn PARAMS activation=relu BUCKETS prefill decode decode1)
 halformer_kernel(ffn_gelu GENERATOR ffn KNOBS ffn PARAMS activation=gelu)
-halformer_kernel(layernorm GENERATOR layernorm KNOBS layernorm)
-halformer_kernel(add_layernorm GENERATOR add_layernorm KNOBS layernorm)
-halformer_kernel(softmax GENERATOR softmax KNOBS softmax PARAMS log=false)
-halformer_kernel(log_softmax GENERATOR softmax KNOBS softmax PARAMS log=true)
-halformer_kernel(logits GENERATOR logits KNOBS logits)
+halformer_kernel(layernorm GENERATOR layernorm KNOBS layernorm BUCKETS prefill decode)
+halformer_kernel(add_layernorm GENERATOR add_layernorm KNOBS layernorm BUCKETS prefill)
+halformer_kernel(softmax GENERATOR softmax KNOBS softmax PARAMS log=false BUCKETS prefill)
+halformer_kernel(log_softmax GENERATOR softmax KNOBS softmax PARAMS log=true BUCKETS decode)
+halformer_kernel(logits GENERATOR logits KNOBS logits BUCKETS decode decode1)
 halformer_kernel(greedy_pick GENERATOR greedy_pick KNOBS greedy_pick)
 get_property(catalog GLOBAL PROPERTY HALFORMER_KERNEL_CATALOG)
 string(REGEX REPLACE ",\n$" "\n" catalog "${catalog}")
 file(WRITE ${CMAKE_BINARY_DIR}/share/halformer/kernels.json "[\n${catalog}]\n")
 set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
 set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} PARENT_SCOPE)
+set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} PARENT_SCOPE)
+get_property(HALFORMER_CPU_VARIANTS GLOBAL PROPERTY HALFORMER_CPU_VARIANTS) # kernel@bucket, for the tests

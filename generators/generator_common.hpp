@@ -9,10 +9,13 @@
 #include <Halide.h>
 
 // knob_file: JSON knob values per ISA (schedules/knobs/*.json);
-// knobs: "name:value/..." overrides (the tuner's candidates).
+// knobs: "name:value/..." overrides (the tuner's candidates);
+// variant: "kernel@bucket", read that variant's knobs (knobs.hpp: load_knobs).
 #define HALFORMER_KNOB_PARAMS                                                                                          \
   GeneratorParam<std::string> knob_file{"knob_file", ""};                                                              \
   GeneratorParam<std::string> knobs{"knobs", ""};                                                                      \
+  /* "kernel@bucket": this build is that kernel's variant for one shape bucket */                                      \
+  GeneratorParam<std::string> variant{"variant", ""};                                                                  \
   /* "t:128/batch:8/...": extent estimates by dimension, for autoschedulers */                                         \
   GeneratorParam<std::string> estimates{"estimates", ""};                                                              \
   void use_estimates(halformer::dsl::lowering& c, const std::string& /*knob section*/) {                               \
@@ -21,7 +24,7 @@
   /* the knob values of `section` for this generator's target (CPU or GPU family) */                                   \
   halformer::schedules::knob_values knobs_for(const std::string& section) {                                            \
     return halformer::schedules::load_knobs(section, halformer::schedules::knobs_of(section, get_target()),            \
-                                            get_target(), knob_file, knobs);                                           \
+                                            get_target(), knob_file, knobs, variant);                                  \
   }
 
 namespace halformer::generators {

@@ -206,8 +206,9 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
       fmt::print("{} {}: no verified candidate in {} trials\n", k, shape, r.trials);
       continue;
     }
-    fmt::print("{} {}: best {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape, r.best.median_ms, r.best.gflops,
-               r.best.gbps, tuner::knobs_text(r.best.knobs));
+    fmt::print("{} {}: {} {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape,
+               r.best.confirmed() ? "confirmed best" : "best", r.best.median_ms, r.best.gflops, r.best.gbps,
+               tuner::knobs_text(r.best.knobs));
     if (r.defaults.verified())
       fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
     fmt::print("\n");
@@ -324,6 +325,12 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")
       ->check(CLI::Range(1.0, 3600.0));
   tune_cmd->add_option("--seed", to.seed, "search seed");
+  tune_cmd->add_option("--finalists", to.finalists, "best candidates re-measured with the default at the end")
+      ->check(CLI::Range(0, 100));
+  tune_cmd
+      ->add_option("--confirm-rounds", to.confirm_rounds,
+                   "harness runs per finalist in the confirmation round (0: none)")
+      ->check(CLI::Range(0, 100));
 
   tuner::build_lib_options bo;
   bo.db_dir = build_info::default_db;
@@ -357,6 +364,8 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--threads", co.measure.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmp_cmd->add_option("--samples", co.measure.samples, "timing samples")->check(CLI::Range(1, 1000));
   cmp_cmd->add_option("--min-ms", co.measure.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
+  cmp_cmd->add_option("--rounds", co.rounds, "harness runs per schedule, taken in turn (median of their medians)")
+      ->check(CLI::Range(1, 100));
 
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
   info->add_option("--model", dir, "also describe this model");

@@ -46,6 +46,20 @@ const struct halide_device_interface_t* halformer_device_interface(const char* a
  * is no usable CUDA driver or device (then halformer_last_error() says why). */
 int halformer_cuda_capability(void);
 
+/* Shape variants. A kernel of the CPU library may hold several variants of its
+ * schedule, each tuned for one bucket of shapes: "prefill" (t > 1), "decode"
+ * (t = 1) and "decode1" (t = 1, batch = 1), where t and batch are the token rows
+ * and batch of its first output. hf_<name>() runs the variant of the call's
+ * bucket (the nearest one if it has none for it); every variant computes every
+ * shape correctly, only their speed differs. */
+const char* halformer_shape_bucket(int t, int batch);
+/* How often hf_<kernel>() ran its `bucket` variant in this process. */
+long halformer_variant_calls(const char* kernel, const char* bucket);
+/* Used by the generated dispatchers: the index in buckets[0..n) to run. */
+struct halide_filter_metadata_t;
+int halformer_choose_variant(const char* kernel, const struct halide_filter_metadata_t* md, void** args,
+                             const char* const* buckets, int n);
+
 /* The message of the last kernel error on this thread ("" if none). */
 const char* halformer_last_error(void);
 void halformer_clear_error(void);

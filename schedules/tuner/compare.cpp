@@ -97,78 +97,108 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
   tune_options m = o.measure;
   m.shape = canonical_shape(o.shape);
   const database db(o.db_dir);
+  const auto records = db.load();
   const std::string target = target_of_isa(m.isa);
-  std::vector<compare_row> rows;
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   const std::string parallelism = std::to_string(m.threads > 0 ? m.threads : cores);
-  // The fastest verified knob-set record of this kernel and shape for a target,
+  // This machine's tuned knob-set record of this kernel and shape for a target,
   // machine key and schedule revision (autoscheduler records are their own rows).
   const auto best_tuned = [&](const std::string& tgt, const std::string& key, int revision) {
-    std::optional<record> best;
-    for (auto& r : db.load())
-      if (r.verified() && r.kernel == k.name && r.shape == m.shape && r.target == tgt && r.hardware == key &&
-          r.schedule_revision == revision && autoscheduler_of(r.knobs).empty() &&
-          (!best || r.median_ms < best->median_ms))
-        best = std::move(r);
-    return best;
+    return pick_tuned(records, [&](const record& r) {
+      return r.kernel == k.name && r.shape == m.shape && r.target == tgt && r.hardware == key &&
+             r.schedule_revision == revision && autoscheduler_of(r.knobs).empty();
+    });
   };
+  tune_options g = m; // the GPU schedules, on the OpenCL device
+  g.isa = "opencl";
+
+  // First every schedule is built (compile and link, in child processes); then
+  // all of them run in turn, `rounds` times, so that the machine's drift is shared.
+  struct entry {
+    compare_row row;
+    built_candidate cand;
+    const tune_options* opts = nullptr;
+    std::vector<std::string> blas; // the BLAS harness's command line
+    std::vector<record> runs;
+  };
+  std::vector<entry> entries;
   for (const auto& s : o.schedules) {
-    compare_row row{s, {}, ""};
-    std::fprintf(stderr, "[compare %s %s] measuring %s...\n", k.name.c_str(), m.shape.c_str(), s.c_str());
+    entry e;
+    e.row = {s, {}, ""};
+    e.opts = &m;
+    std::fprintf(stderr, "[compare %s %s] building %s...\n", k.name.c_str(), m.shape.c_str(), s.c_str());
     if (s == "default") {
-      row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
+      e.cand = build(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
     } else if (s == "tuned") {
-      const auto best = best_tuned(target, hw.key(), k.revision);
-      if (!best) {
-        row.note = "no tuned record for this kernel, shape and machine";
-      } else {
-        row.r = measure(t, k, best->knobs, m, hw, "tuned"); // re-measured in this run
-      }
+      if (const record* best = best_tuned(target, hw.key(), k.revision))
+        e.cand = build(t, k, best->knobs, m, hw, "tuned"); // re-measured in this run
+      else
+        e.row.note = "no tuned record for this kernel, shape and machine";
     } else if (s == "adams2019" || s == "mullapudi2016" || s == "li2018") {
       const std::string name = s == "adams2019" ? "Adams2019" : s == "mullapudi2016" ? "Mullapudi2016" : "Li2018";
-      row.r = measure(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "autoscheduler:" + name,
-                      {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
-                       "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
+      e.cand = build(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "autoscheduler:" + name,
+                     {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
+                      "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
     } else if (s == "blas") {
       const std::string gemms = gemms_of(k.name, m.shape);
-      if (gemms.empty()) {
-        row.note = "not GEMM-shaped";
-      } else {
-        const auto p = run_process({t.blas_harness, gemms, "--threads", parallelism, "--samples",
-                                    std::to_string(m.samples), "--min-ms", std::to_string(m.min_sample_ms)},
-                                   m.candidate_timeout_s);
-        try {
-          const auto j = nlohmann::json::parse(p.out);
-          row.r.status = "ok", row.r.source = "OpenBLAS sgemm " + gemms;
-          row.r.median_ms = j.at("median_ms"), row.r.min_ms = j.at("min_ms"), row.r.max_ms = j.at("max_ms");
-          row.r.gflops = j.at("gflops");
-        } catch (const std::exception&) {
-          row.r.status = "crash", row.r.detail = p.describe() + ": " + p.err;
-        }
-      }
+      if (gemms.empty())
+        e.row.note = "not GEMM-shaped";
+      else
+        e.blas = {t.blas_harness, gemms,
+                  "--threads",    parallelism,
+                  "--samples",    std::to_string(m.samples),
+                  "--min-ms",     std::to_string(m.min_sample_ms)};
     } else if (s == "opencl" || s == "opencl-tuned") {
       // The GPU schedule of the same kernel on the OpenCL device (here: PoCL on
       // this CPU), measured by the same harness; tuned: the fastest verified
       // OpenCL record of this machine and device.
-      tune_options g = m;
-      g.isa = "opencl";
       const kernel_info kg = kernel_for(c, k.name, "opencl");
-      if (s == "opencl") {
-        row.r = measure(t, kg, default_knobs(t, kg.knob_section, "opencl"), g, hw, "opencl default");
-      } else {
-        const auto best = best_tuned(target_of_isa("opencl"), hardware_key(hw, "opencl"), kg.revision);
-        if (best)
-          row.r = measure(t, kg, best->knobs, g, hw, "opencl tuned");
-        else
-          row.note = "no tuned OpenCL record for this kernel, shape and device";
-      }
+      e.opts = &g;
+      if (s == "opencl")
+        e.cand = build(t, kg, default_knobs(t, kg.knob_section, "opencl"), g, hw, "opencl default");
+      else if (const record* best = best_tuned(target_of_isa("opencl"), hardware_key(hw, "opencl"), kg.revision))
+        e.cand = build(t, kg, best->knobs, g, hw, "opencl tuned");
+      else
+        e.row.note = "no tuned OpenCL record for this kernel, shape and device";
     } else {
       throw error("unknown schedule '" + s +
                   "' (default, tuned, adams2019, mullapudi2016, li2018, blas, opencl, opencl-tuned)");
     }
-    if (!row.r.status.empty() && !row.r.verified())
-      row.note = row.r.status + ": " + row.r.detail.substr(0, 200);
-    rows.push_back(std::move(row));
+    if (!e.cand.ok() && !e.cand.r.status.empty())
+      e.row.r = e.cand.r; // did not build
+    entries.push_back(std::move(e));
+  }
+  const int rounds = std::max(1, o.rounds);
+  for (int round = 0; round < rounds; ++round)
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      entry& e = entries[(i + std::size_t(round)) % entries.size()];
+      if (!e.runs.empty() && !e.runs.back().verified())
+        continue;
+      if (e.cand.ok()) {
+        std::fprintf(stderr, "[compare %s %s] round %d/%d: %s\n", k.name.c_str(), m.shape.c_str(), round + 1, rounds,
+                     e.row.schedule.c_str());
+        e.runs.push_back(run(e.cand, *e.opts));
+      } else if (!e.blas.empty()) {
+        const auto p = run_process(e.blas, m.candidate_timeout_s);
+        record r;
+        try {
+          const auto j = nlohmann::json::parse(p.out);
+          r.status = "ok", r.source = "OpenBLAS sgemm " + e.blas[1];
+          r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
+          r.gflops = j.at("gflops");
+        } catch (const std::exception&) {
+          r.status = "crash", r.detail = p.describe() + ": " + p.err;
+        }
+        e.runs.push_back(r);
+      }
+    }
+  std::vector<compare_row> rows;
+  for (auto& e : entries) {
+    if (!e.runs.empty())
+      e.row.r = pool(e.runs);
+    if (!e.row.r.status.empty() && !e.row.r.verified())
+      e.row.note = e.row.r.status + ": " + e.row.r.detail.substr(0, 200);
+    rows.push_back(std::move(e.row));
   }
   return rows;
 }

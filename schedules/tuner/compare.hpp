@@ -21,6 +21,7 @@ struct compare_options {
   std::string kernel, shape, db_dir;
   std::vector<std::string> schedules{"default", "tuned", "adams2019", "mullapudi2016", "li2018", "blas"};
   tune_options measure; // isa, threads, samples, min_sample_ms, timeout
+  int rounds = 3;       // harness runs per schedule, taken in turn; the median of their medians is reported
 };
 
 std::vector<compare_row> compare(const toolchain& t, const catalog& c, const compare_options& o, const hardware& hw);

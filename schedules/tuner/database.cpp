@@ -95,12 +95,22 @@ void database::append(const record& r) const {
 
 std::optional<record> database::best(const std::string& kernel, const std::string& shape, const std::string& target,
                                      const std::string& hardware) const {
-  std::optional<record> best;
-  for (auto& r : load())
-    if (r.verified() && r.kernel == kernel && r.shape == shape && r.target == target && r.hardware == hardware &&
-        (!best || r.median_ms < best->median_ms))
-      best = std::move(r);
-  return best;
+  const auto records = load();
+  const record* best = pick_tuned(records, [&](const record& r) {
+    return r.kernel == kernel && r.shape == shape && r.target == target && r.hardware == hardware;
+  });
+  return best ? std::optional<record>(*best) : std::nullopt;
+}
+
+const std::vector<std::string>& bucket_names() {
+  static const std::vector<std::string> names{"prefill", "decode", "decode1"};
+  return names;
+}
+
+std::string bucket_of(const std::string& shape) {
+  const auto v = shape_values(shape);
+  const int t = v.count("t") ? v.at("t") : 1, batch = v.count("batch") ? v.at("batch") : 1;
+  return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode";
 }
 
 std::map<std::string, int> shape_values(const std::string& shape) {

@@ -18,12 +18,15 @@ struct record {
   std::map<std::string, int> knobs;
   int schedule_revision = 1; // the schedule code's revision when measured (records before revisions: 1)
   std::string status;        // ok | wrong | kernel_error | compile_error | link_error | crash | timeout
-  std::string source;        // default | random | mutation | autoscheduler:<name>
+  std::string source;        // default | random | mutation | enumeration | autoscheduler:<name> | confirm
   double median_ms = 0, min_ms = 0, max_ms = 0, gflops = 0, gbps = 0, max_error = 0;
   nlohmann::json settings;
   std::string detail, when;
 
   bool verified() const { return status == "ok"; }
+  // A confirmation record: the finalists of a search re-measured side by side over
+  // several rounds (tuner.cpp), free of the search's winner's curse.
+  bool confirmed() const { return source == "confirm"; }
   nlohmann::json to_json() const;
   static record from_json(const nlohmann::json& j, const std::string& where);
 };
@@ -34,13 +37,36 @@ public:
   const std::string& file() const { return file_; }
   std::vector<record> load() const; // throws halformer::error naming a malformed line
   void append(const record& r) const;
-  // The fastest verified record for exactly this kernel, shape, target and hardware.
+  // The tuned record for exactly this kernel, shape, target and hardware (pick_tuned).
   std::optional<record> best(const std::string& kernel, const std::string& shape, const std::string& target,
                              const std::string& hardware) const;
 
 private:
   std::string dir_, file_;
 };
+
+// The tuned record among `records` that `usable` accepts: the fastest verified
+// confirmation record if there is one, else the fastest verified record. A search
+// keeps its luckiest measurement, so among many close candidates the lowest search
+// median overstates; the confirmation round measures the finalists (and the
+// default) together and is trusted over it.
+template <class Usable> const record* pick_tuned(const std::vector<record>& records, Usable&& usable) {
+  const record* best = nullptr;
+  for (const auto& r : records)
+    if (r.verified() && usable(r)) {
+      const bool better = !best || (r.confirmed() && !best->confirmed()) ||
+                          (r.confirmed() == best->confirmed() && r.median_ms < best->median_ms);
+      if (better)
+        best = &r;
+    }
+  return best;
+}
+
+// Shape buckets: the regimes a kernel library holds a separately tuned variant
+// for, by the token rows t and the batch: "prefill" (t > 1), "decode" (t = 1)
+// and "decode1" (t = 1, batch = 1: a matrix-vector product for the GEMMs).
+std::string bucket_of(const std::string& shape);
+const std::vector<std::string>& bucket_names(); // prefill, decode, decode1
 
 // A canonical shape's values by name ("batch=8,t=128" -> {batch: 8, t: 128}).
 std::map<std::string, int> shape_values(const std::string& shape);

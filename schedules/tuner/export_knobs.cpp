@@ -12,7 +12,8 @@ namespace halformer::tuner {
 
 export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
                            const std::string& preset_name, const std::string& out_file,
-                           const std::map<std::string, int>& revisions) {
+                           const std::map<std::string, int>& revisions,
+                           const std::map<std::string, variant_plan>& variants) {
   std::ifstream in(default_knob_file);
   if (!in)
     throw error("cannot open " + default_knob_file);
@@ -49,17 +50,17 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       // decides: timings of different shapes are not comparable.
       for (const auto& e : entries)
         if (e.primary && !best)
-          for (const auto& r : records)
-            if (usable(r, e) && (!best || r.median_ms < best->median_ms))
-              best = &r, where = e.kernel + " " + e.shape;
+          if ((best = pick_tuned(records, [&](const record& r) { return usable(r, e); })))
+            where = e.kernel + " " + e.shape;
       const record* gemv = nullptr;
       std::string gemv_where;
       for (const auto& e : entries)
-        if (one_row(e))
-          for (const auto& r : records)
-            if (usable(r, e) && (!gemv || r.median_ms < gemv->median_ms) &&
-                std::any_of(r.knobs.begin(), r.knobs.end(), [&](const auto& kv) { return branch_knob(kv.first); }))
-              gemv = &r, gemv_where = e.kernel + " " + e.shape;
+        if (one_row(e) && !gemv)
+          if ((gemv = pick_tuned(records, [&](const record& r) {
+                 return usable(r, e) && std::any_of(r.knobs.begin(), r.knobs.end(),
+                                                    [&](const auto& kv) { return branch_knob(kv.first); });
+               })))
+            gemv_where = e.kernel + " " + e.shape;
       if (!best && !gemv) {
         report.defaulted.push_back(section + "." + isa);
         continue;
@@ -83,6 +84,53 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       values["_why"] = why;
     }
   }
+
+  // Per-kernel variants, one per shape bucket the build compiles (see header).
+  nlohmann::json out_variants = nlohmann::json::object();
+  for (const auto& [kernel, plan] : variants) {
+    if (!knobs.contains(plan.section))
+      throw error("kernel " + kernel + ": the knob file has no section " + plan.section);
+    for (const auto& bucket : plan.buckets) {
+      const preset_entry* at = nullptr;
+      for (const auto& e : entries)
+        if (e.kernel == kernel && bucket_of(e.shape) == bucket && !at)
+          at = &e;
+      for (const auto& [isa, section_values] : knobs[plan.section].items()) {
+        nlohmann::json values = section_values;
+        const std::string target = target_of_isa(isa);
+        const int revision = revisions.count(plan.section) ? revisions.at(plan.section) : 1;
+        const record* rec = at ? pick_tuned(records,
+                                            [&](const record& r) {
+                                              return r.kernel == kernel && r.shape == at->shape &&
+                                                     r.knob_section == plan.section && r.target == target &&
+                                                     r.hardware == hw.key() && autoscheduler_of(r.knobs).empty() &&
+                                                     r.schedule_revision == revision;
+                                            })
+                               : nullptr;
+        if (rec) {
+          for (const auto& [name, v] : rec->knobs)
+            values[name] = v;
+          values["_why"] = "tuned on this machine at " + at->shape + ": " + std::to_string(rec->median_ms) + " ms" +
+                           (rec->confirmed() ? " (confirmed)" : "") + " (" + rec->when + ")";
+          report.tuned.push_back(kernel + "@" + bucket + "." + isa + " (" + at->shape + ": " +
+                                 std::to_string(rec->median_ms) + " ms)");
+        } else {
+          values["_why"] = "no tuned record" + (at ? " at " + at->shape : std::string(" (no preset shape)")) +
+                           ": the values of section " + plan.section;
+        }
+        out_variants[kernel][bucket][isa] = values;
+      }
+    }
+  }
+  for (const auto& e : entries) {
+    const auto v = variants.find(e.kernel);
+    const std::string b = bucket_of(e.shape);
+    if (v != variants.end() &&
+        std::find(v->second.buckets.begin(), v->second.buckets.end(), b) == v->second.buckets.end())
+      report.unvariant.push_back(e.kernel + " " + e.shape + " (bucket " + b + ")");
+  }
+  if (!variants.empty())
+    knobs["_variants"] = out_variants;
   std::filesystem::create_directories(std::filesystem::path(out_file).parent_path());
   const std::string text = knobs.dump(2) + "\n";
   {

@@ -23,6 +23,7 @@ target_link_libraries(blas_harness PRIVATE BLAS::BLAS)
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"generator\": \"$<TARGET_FILE:halformer.generators>\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
+  \"cc\": \"${CMAKE_C_COMPILER}\",
   \"harness_dir\": \"${CMAKE_BINARY_DIR}/lib\",
   \"runtime_lib\": \"$<TARGET_FILE:halformer_runtime>\",
   \"knob_file\": \"${HALFORMER_DEFAULT_KNOB_FILE}\",

@@ -52,7 +52,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
   t.isa_lib = j.at("isa_lib"), t.kernel_header = j.at("kernel_header"), t.runtime_header = j.at("runtime_header");
   t.autoscheduler_dir = j.at("autoscheduler_dir"), t.blas_harness = j.at("blas_harness");
-  t.gpu_knob_file = j.at("gpu_knob_file");
+  t.gpu_knob_file = j.at("gpu_knob_file"), t.cc = j.at("cc");
   return t;
 }
 
@@ -66,12 +66,20 @@ const kernel_info& catalog::kernel(const std::string& name) const {
   throw error("unknown kernel '" + name + "'; kernels:" + known);
 }
 
+std::map<std::string, variant_plan> catalog::variant_plans() const {
+  std::map<std::string, variant_plan> plans;
+  for (const auto& k : kernels)
+    if (!k.buckets.empty())
+      plans[k.name] = {k.knob_section, k.buckets};
+  return plans;
+}
+
 catalog catalog::from_json_files(const std::string& kernels_json, const std::string& spaces_json) {
   catalog c;
   const json kernels = read_json(kernels_json), spaces = read_json(spaces_json);
   for (const auto& k : kernels)
-    c.kernels.push_back(
-        {k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>()});
+    c.kernels.push_back({k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>(),
+                         1, k.value("buckets", std::vector<std::string>{})});
   // The CPU schedules' spaces at the top level, the GPU schedules' under "gpu".
   auto read_spaces = [](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs) {
     if (j.contains("_revisions"))
@@ -176,16 +184,33 @@ std::string knobs_text(const knob_set& k) {
   return s;
 }
 
-record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
-  record r;
+built_candidate::built_candidate(built_candidate&& o) noexcept
+    : r(std::move(o.r)), dir(std::move(o.dir)), exe(std::move(o.exe)) {
+  o.dir.clear(), o.exe.clear();
+}
+built_candidate& built_candidate::operator=(built_candidate&& o) noexcept {
+  std::swap(r, o.r), std::swap(dir, o.dir), std::swap(exe, o.exe);
+  return *this;
+}
+built_candidate::~built_candidate() {
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+}
+
+built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+                      const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+  static int serial = 0;
+  built_candidate c;
+  record& r = c.r;
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
   r.hardware = hardware_key(hw, o.isa), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
   r.knobs = knobs, r.source = source, r.when = now_iso(), r.schedule_revision = k.revision;
   r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
                 {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};
-  const std::string dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid());
-  fs::create_directories(dir);
+  c.dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+  fs::create_directories(c.dir);
   std::vector<std::string> gen{t.generator,
                                "-g",
                                k.generator,
@@ -194,7 +219,7 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                                "-e",
                                "static_library,c_header",
                                "-o",
-                               dir,
+                               c.dir,
                                "target=" + r.target + "-no_runtime",
                                "knob_file=" + (is_gpu(o.isa) ? t.gpu_knob_file : t.knob_file)};
   if (const std::string kt = generator_knobs(knobs); !kt.empty())
@@ -212,36 +237,48 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
       gen.push_back(arg);
   }
   auto fail = [&](const std::string& status, const process_result& p) {
-    fs::remove_all(dir);
+    r.status = status;
+    r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+    return std::move(c);
+  };
+  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok())
+    return fail("compile_error", p);
+  const std::string exe = c.dir + "/harness";
+  if (auto p = run_process({t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a",
+                            c.dir + "/candidate.a", t.runtime_lib, "-lpthread", "-ldl", "-lm"},
+                           o.candidate_timeout_s);
+      !p.ok())
+    return fail("link_error", p);
+  c.exe = exe;
+  return c;
+}
+
+record run(const built_candidate& c, const tune_options& o) {
+  record r = c.r;
+  if (!c.ok())
+    return r;
+  r.when = now_iso();
+  std::vector<std::string> argv{c.exe,       o.shape,
+                                "--threads", std::to_string(o.threads),
+                                "--samples", std::to_string(o.samples),
+                                "--min-ms",  std::to_string(o.min_sample_ms)};
+  if (is_gpu(o.isa))
+    argv.insert(argv.end(), {"--device", o.isa});
+  const auto p = run_process(argv, o.candidate_timeout_s);
+  auto fail = [&](const std::string& status) {
     r.status = status;
     r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
     return r;
   };
-  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok())
-    return fail("compile_error", p);
-  const std::string exe = dir + "/harness";
-  if (auto p = run_process({t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a",
-                            dir + "/candidate.a", t.runtime_lib, "-lpthread", "-ldl", "-lm"},
-                           o.candidate_timeout_s);
-      !p.ok())
-    return fail("link_error", p);
-  std::vector<std::string> run{exe,         o.shape,
-                               "--threads", std::to_string(o.threads),
-                               "--samples", std::to_string(o.samples),
-                               "--min-ms",  std::to_string(o.min_sample_ms)};
-  if (is_gpu(o.isa))
-    run.insert(run.end(), {"--device", o.isa});
-  auto p = run_process(run, o.candidate_timeout_s);
-  fs::remove_all(dir);
   if (p.timed_out)
-    return fail("timeout", p);
+    return fail("timeout");
   if (p.signal)
-    return fail("crash", p);
+    return fail("crash");
   json j;
   try {
     j = json::parse(p.out);
   } catch (const std::exception&) {
-    return fail(p.exit_code == 2 ? "bad_shape" : "crash", p);
+    return fail(p.exit_code == 2 ? "bad_shape" : "crash");
   }
   r.status = j.value("status", "crash");
   r.max_error = j.value("max_error", 0.0);
@@ -255,6 +292,56 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
   return r;
 }
 
+record pool(const std::vector<record>& runs) {
+  if (runs.empty())
+    throw error("pool: no runs");
+  for (const auto& r : runs)
+    if (!r.verified())
+      return r;
+  record out = runs.front();
+  std::vector<double> medians;
+  for (const auto& r : runs) {
+    medians.push_back(r.median_ms);
+    out.min_ms = std::min(out.min_ms, r.min_ms), out.max_ms = std::max(out.max_ms, r.max_ms);
+    out.max_error = std::max(out.max_error, r.max_error);
+  }
+  std::sort(medians.begin(), medians.end());
+  const double m = medians.size() % 2 ? medians[medians.size() / 2]
+                                      : 0.5 * (medians[medians.size() / 2 - 1] + medians[medians.size() / 2]);
+  out.gflops *= runs.front().median_ms / m, out.gbps *= runs.front().median_ms / m;
+  out.median_ms = m;
+  out.settings["runs"] = int(runs.size());
+  return out;
+}
+
+std::vector<record> interleaved(const std::vector<built_candidate*>& cands, const tune_options& o, int rounds,
+                                const std::string& what) {
+  std::vector<std::vector<record>> runs(cands.size());
+  const bool tty = isatty(2);
+  for (int round = 0; round < rounds; ++round)
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const std::size_t c = (i + std::size_t(round)) % cands.size();
+      if (!runs[c].empty() && !runs[c].back().verified())
+        continue; // failed once: not run again
+      std::fprintf(stderr,
+                   tty ? "\r[%s] round %d/%d, candidate %zu/%zu\033[K" : "[%s] round %d/%d, candidate %zu/%zu\n",
+                   what.c_str(), round + 1, rounds, i + 1, cands.size());
+      runs[c].push_back(run(*cands[c], o));
+    }
+  if (tty)
+    std::fprintf(stderr, "\n");
+  std::vector<record> out;
+  for (std::size_t c = 0; c < cands.size(); ++c)
+    out.push_back(runs[c].empty() ? cands[c]->r : pool(runs[c]));
+  return out;
+}
+
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+  const built_candidate c = build(t, k, knobs, o, hw, source, generator_args);
+  return run(c, o);
+}
+
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
                  const database& db, const hardware& hw) {
   const kernel_info k = kernel_for(c, kernel_name, o.isa);
@@ -266,7 +353,7 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   std::map<knob_set, record> seen;
   for (auto& r : db.load())
     if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
-        r.schedule_revision == k.revision)
+        r.schedule_revision == k.revision && !r.confirmed())
       seen[r.knobs] = r;
 
   tune_result result;
@@ -301,13 +388,14 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
+  for (int i = 0; i < o.initial_random; ++i)
+    queue.emplace_back(random_set(), "random");
   // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
-  // to mutate). GPU schedules are searched from the knobs alone.
+  // to mutate, so they come after the random start). GPU schedules are searched
+  // from the knobs alone.
   if (!is_gpu(o.isa))
     for (const auto& a : autoschedulers)
       queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
-  for (int i = 0; i < o.initial_random; ++i)
-    queue.emplace_back(random_set(), "random");
   double last_trial_s = 0;
   const bool tty = isatty(2);
   while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
@@ -382,6 +470,43 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     result.best = *b;
   if (auto d = seen.find(defaults); d != seen.end())
     result.defaults = d->second;
+
+  // Confirmation: the search keeps each candidate's one measurement, and the
+  // lowest of many noisy medians is optimistic. The finalists and the default are
+  // measured again, side by side over several rounds; the build trusts these records.
+  std::vector<const record*> top;
+  for (const auto& [kn, r] : seen)
+    if (r.verified() && autoscheduler_of(kn).empty())
+      top.push_back(&r);
+  std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+  if (top.size() > std::size_t(std::max(0, o.finalists)))
+    top.resize(std::size_t(std::max(0, o.finalists)));
+  if (auto d = seen.find(defaults);
+      d != seen.end() && d->second.verified() && std::find(top.begin(), top.end(), &d->second) == top.end())
+    top.push_back(&d->second);
+  if (o.confirm_rounds > 0 && top.size() > 1) {
+    std::vector<built_candidate> built;
+    for (const record* r : top)
+      built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
+    std::vector<built_candidate*> ptrs;
+    for (auto& b : built)
+      ptrs.push_back(&b);
+    const auto confirmed =
+        interleaved(ptrs, o, o.confirm_rounds,
+                    "tune " + k.name + " " + o.shape + " confirming " + std::to_string(top.size()) + " finalists");
+    const record* winner = nullptr;
+    for (const auto& r : confirmed) {
+      record rr = r;
+      rr.settings["confirm_rounds"] = o.confirm_rounds;
+      db.append(rr);
+      if (r.verified() && (!winner || r.median_ms < winner->median_ms))
+        winner = &r;
+      if (r.knobs == defaults && r.verified())
+        result.defaults = r;
+    }
+    if (winner)
+      result.best = *winner;
+  }
   return result;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "database.hpp"
+#include "export_knobs.hpp"
 #include "hardware.hpp"
 
 #include <map>
@@ -17,6 +18,7 @@ namespace halformer::tuner {
 struct toolchain {
   std::string generator;                     // halformer.generators
   std::string cxx;                           // the C++ compiler (links candidates)
+  std::string cc;                            // the C compiler (build-lib's dispatchers)
   std::string harness_dir;                   // libtuner_harness_<kernel>.a
   std::string runtime_lib;                   // the Halide runtime candidates link against
   std::string knob_file;                     // default knob values
@@ -31,8 +33,9 @@ struct toolchain {
 
 struct kernel_info {
   std::string name, generator, knob_section;
-  std::vector<std::string> params; // generator params, e.g. activation=relu
-  int revision = 1;                // its schedule's revision (knob_spaces.json)
+  std::vector<std::string> params;  // generator params, e.g. activation=relu
+  int revision = 1;                 // its schedule's revision (knob_spaces.json)
+  std::vector<std::string> buckets; // the shape variants the CPU library builds (database.hpp: bucket_of)
 };
 using knob_space = std::vector<std::pair<std::string, std::vector<int>>>;
 using knob_set = std::map<std::string, int>;
@@ -44,6 +47,7 @@ struct catalog {
   std::map<std::string, knob_space> gpu_spaces; // the GPU schedules' (cuda, opencl)
   std::map<std::string, int> gpu_revisions;
   const kernel_info& kernel(const std::string& name) const;
+  std::map<std::string, variant_plan> variant_plans() const; // kernels with shape variants
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };
 
@@ -58,6 +62,10 @@ struct tune_options {
   double candidate_timeout_s = 180;
   unsigned seed = 1;
   int initial_random = 6;
+  // The confirmation round: the best `finalists` knob sets and the default are
+  // re-measured side by side, `confirm_rounds` harness runs each in turn.
+  int finalists = 3;
+  int confirm_rounds = 3;
 };
 
 std::string target_of_isa(const std::string& isa); // Halide target string
@@ -68,13 +76,40 @@ kernel_info kernel_for(const catalog& c, const std::string& name, const std::str
 const knob_space& space_for(const catalog& c, const kernel_info& k, const std::string& isa);
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
 
+// A candidate compiled and linked into its measuring harness (in a child process
+// each), ready to be run any number of times; `r` holds its identity, or why it
+// could not be built (status compile_error / link_error).
+struct built_candidate {
+  record r;
+  std::string dir, exe;
+  bool ok() const { return !exe.empty(); }
+  built_candidate() = default;
+  built_candidate(const built_candidate&) = delete;
+  built_candidate(built_candidate&&) noexcept;
+  built_candidate& operator=(built_candidate&&) noexcept;
+  ~built_candidate(); // removes its directory
+};
+built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+                      const hardware& hw, const std::string& source,
+                      const std::vector<std::string>& generator_args = {});
+// One harness run (verify, then time `o.samples` samples): the record with its
+// status and timings.
+record run(const built_candidate& c, const tune_options& o);
+// Several runs of one candidate as one record: the median of the runs' medians,
+// the lowest minimum and the highest maximum; not verified if any run was not.
+record pool(const std::vector<record>& runs);
+// Runs every built candidate `rounds` times, in turn (round r starts at the r-th
+// candidate), so that drift in the machine's speed is shared by all of them.
+std::vector<record> interleaved(const std::vector<built_candidate*>& cands, const tune_options& o, int rounds,
+                                const std::string& what);
+
 // Measures one candidate (compile, link, verify, time) and returns its record.
 // `generator_args` are extra generator arguments (e.g. an autoscheduler plugin).
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args = {});
 
 struct tune_result {
-  record best, defaults;
+  record best, defaults; // best: the confirmation round's winner (or the search's, without one)
   int trials = 0, failed = 0;
 };
 // Searches until the budget or the trial count is spent; resumes from the database.

@@ -41,7 +41,9 @@ TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
 }
 
 TEST_CASE("kv_projection and q_projection match the reference", "[projection]") {
-  for (const auto& s : {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3}}) {
+  // Prefill, decode and one-row decode: each shape variant of the library.
+  for (const auto& s : {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3},
+                        proj_shape{64, 5, 1, 1}}) {
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto x = test::random({dm, s.t, s.batch});

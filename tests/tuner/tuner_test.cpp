@@ -3,6 +3,7 @@
 // recorded; a real candidate is verified and measured; database lookups are exact
 // on the hardware identity, and a miss falls back to the defaults, saying so.
 #include "database.hpp"
+#include "dispatcher.hpp"
 #include "export_knobs.hpp"
 #include "tuner.hpp"
 
@@ -99,6 +100,98 @@ TEST_CASE("a real candidate is verified, then measured; tuning resumes from the 
     distinct.insert(rec.knobs);
   CHECK(distinct.size() == 4);
   CHECK(first.defaults.verified()); // the hand defaults are always measured first
+
+  // Each search ends with a confirmation round: its finalists and the default,
+  // re-measured side by side (3 runs each); the result is the confirmed winner.
+  CHECK(first.best.confirmed());
+  CHECK(first.best.settings.value("runs", 0) == o.confirm_rounds);
+  int confirmations = 0;
+  bool default_confirmed = false;
+  for (const auto& rec : db.load())
+    if (rec.confirmed()) {
+      ++confirmations;
+      default_confirmed |= rec.knobs == default_knobs(t, "layernorm", "sse41");
+      CHECK(rec.verified());
+    }
+  CHECK(confirmations >= 2);
+  CHECK(default_confirmed);
+}
+
+TEST_CASE("a confirmation record outranks a faster search record", "[tuner][database]") {
+  record lucky, confirmed, other_shape;
+  lucky.kernel = "softmax", lucky.shape = "batch=8,n=128,t=128", lucky.status = "ok", lucky.median_ms = 1.0;
+  lucky.source = "mutation";
+  confirmed = lucky, confirmed.source = "confirm", confirmed.median_ms = 1.3;
+  record slower_confirmed = confirmed;
+  slower_confirmed.median_ms = 1.5;
+  record failed = confirmed;
+  failed.status = "wrong", failed.median_ms = 0.1;
+  const std::vector<record> rs{lucky, slower_confirmed, confirmed, failed};
+  const record* pick = pick_tuned(rs, [](const record&) { return true; });
+  REQUIRE(pick);
+  CHECK(pick->confirmed());
+  CHECK(pick->median_ms == 1.3);
+  // Without confirmation records, the fastest verified search record.
+  const std::vector<record> search{lucky, failed};
+  CHECK(pick_tuned(search, [](const record&) { return true; })->median_ms == 1.0);
+  CHECK(pick_tuned(search, [](const record& r) { return r.shape == "t=1"; }) == nullptr);
+}
+
+TEST_CASE("shape buckets: prefill, decode, one-row decode", "[tuner]") {
+  CHECK(bucket_of("t=128,batch=8,d_model=512") == "prefill");
+  CHECK(bucket_of("t=2,batch=1") == "prefill");
+  CHECK(bucket_of("t=1,batch=8") == "decode");
+  CHECK(bucket_of("t=1,batch=1,vocab=32000") == "decode1");
+}
+
+TEST_CASE("each kernel variant takes the record at its bucket's preset shape", "[tuner][database]") {
+  temp_dir work("variants");
+  database db(work.path);
+  const auto hw = this_machine();
+  const auto c = real_catalog();
+  const auto plans = c.variant_plans();
+  REQUIRE(plans.count("qkv_projection"));
+  CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1"});
+  record r;
+  r.kernel = "qkv_projection", r.knob_section = "head_projection", r.target = target_of_isa("avx512");
+  r.status = "ok", r.hardware = hw.key(), r.schedule_revision = c.revisions.at("head_projection");
+  r.shape = canonical_shape("d_k=64,heads=8,t=1,batch=8"), r.median_ms = 0.3, r.source = "confirm";
+  r.knobs = {{"vectors", 1},     {"rows", 2},   {"tiles_per_task", 16}, {"row_tiles_per_task", 8},
+             {"gemv_cols", 128}, {"gemv_k", 8}, {"gemv_vectors", 2}};
+  db.append(r);
+  record kv = r; // another kernel of the same section: only its own variants take it
+  kv.kernel = "kv_projection", kv.shape = canonical_shape("d_k=64,heads=8,t=128,batch=8"), kv.knobs["rows"] = 6;
+  db.append(kv);
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  const auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", c.revisions, plans);
+  CHECK(report.unvariant.empty()); // the build declares a variant for every preset shape's bucket
+  std::ifstream in(work.path + "/k.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto& v = j["_variants"];
+  CHECK(v["qkv_projection"]["decode"]["avx512"]["tiles_per_task"] == 16);
+  CHECK(v["qkv_projection"]["decode"]["avx512"]["rows"] == 2);
+  CHECK(v["kv_projection"]["prefill"]["avx512"]["rows"] == 6);
+  // No record: the section's values (here the hand defaults).
+  CHECK(v["qkv_projection"]["prefill"]["avx512"]["rows"] == j["head_projection"]["avx512"]["rows"]);
+  CHECK(v["qkv_projection"]["decode"]["avx2"]["rows"] == j["head_projection"]["avx2"]["rows"]);
+  CHECK_THAT(v["qkv_projection"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
+}
+
+TEST_CASE("a kernel's dispatcher is written from its first variant's header", "[tuner]") {
+  temp_dir work("dispatch");
+  std::ofstream(work.path + "/hf_x__prefill.h")
+      << "#ifndef HALIDE_hf_x__prefill_h\nint hf_x__prefill(struct halide_buffer_t *_a_buffer, float _eps, "
+         "struct halide_buffer_t *_out_buffer);\nint hf_x__prefill_argv(void **args);\n#endif\n";
+  write_dispatcher(work.path, "hf_x", "x", {"prefill", "decode1"});
+  std::ifstream h(work.path + "/hf_x.h"), cfile(work.path + "/hf_x_dispatch.c");
+  const std::string header((std::istreambuf_iterator<char>(h)), {}), c((std::istreambuf_iterator<char>(cfile)), {});
+  CHECK_THAT(header, Catch::Contains("int hf_x(struct halide_buffer_t *_a_buffer, float _eps,"));
+  CHECK_THAT(header, Catch::Contains("HALIDE_hf_x_h"));
+  CHECK_THAT(c, Catch::Contains("void *args[] = {(void *)_a_buffer, (void *)&_eps, (void *)_out_buffer};"));
+  CHECK_THAT(c, Catch::Contains("{hf_x__prefill_argv, hf_x__decode1_argv}"));
+  CHECK_THROWS_WITH(write_dispatcher(work.path, "hf_x", "x", {"prefill"}), Catch::Contains("two variants"));
+  CHECK_THROWS_WITH(write_dispatcher(work.path, "hf_y", "y", {"prefill", "decode"}),
+                    Catch::Contains("hf_y__prefill.h"));
 }
 
 TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {

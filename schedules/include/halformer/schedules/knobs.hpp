@@ -102,10 +102,13 @@ inline std::map<std::string, int> parse_overrides(const std::string& text) {
 }
 
 // Values for `kernel` on `target`: the knob file's section for the target's ISA
-// class, then the overrides.
+// class, then the overrides. `variant` ("qkv_projection@decode1", a kernel's
+// variant for one shape bucket) reads _variants.<kernel>.<bucket>.<isa> instead
+// when the file has it (the build's exported knob file does; the hand defaults,
+// which hold no per-shape values, do not).
 inline knob_values load_knobs(const std::string& kernel, const std::vector<knob_decl>& decls,
-                              const Halide::Target& target, const std::string& knob_file,
-                              const std::string& overrides) {
+                              const Halide::Target& target, const std::string& knob_file, const std::string& overrides,
+                              const std::string& variant = "") {
   std::map<std::string, int> values;
   if (!knob_file.empty()) {
     std::ifstream in(knob_file);
@@ -120,7 +123,17 @@ inline knob_values load_knobs(const std::string& kernel, const std::vector<knob_
     const std::string isa = isa_class(target);
     if (!j.contains(kernel) || !j[kernel].contains(isa))
       throw std::runtime_error("knob file '" + knob_file + "' has no section " + kernel + "." + isa);
-    for (const auto& [name, v] : j[kernel][isa].items()) {
+    const nlohmann::json* section = &j[kernel][isa];
+    if (!variant.empty()) {
+      const auto at = variant.find('@');
+      if (at == std::string::npos)
+        throw std::runtime_error("variant '" + variant + "' is not kernel@bucket");
+      const nlohmann::json::json_pointer p("/_variants/" + variant.substr(0, at) + "/" + variant.substr(at + 1) + "/" +
+                                           isa);
+      if (j.contains(p))
+        section = &j[p];
+    }
+    for (const auto& [name, v] : section->items()) {
       if (name.rfind("_", 0) == 0)
         continue; // "_why" and other comments
       if (!v.is_number_integer())
