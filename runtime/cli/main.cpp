@@ -198,7 +198,8 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
       throw error("tune needs --kernel and --shape, or --preset");
     jobs.emplace_back(kernel, tuner::canonical_shape(o.shape));
   }
-  fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(), hw.key(), o.isa, db.file());
+  fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
+             tuner::hardware_key(hw, o.isa), o.isa, db.file());
   for (const auto& [k, shape] : jobs) {
     o.shape = shape;
     const auto r = tuner::tune(tools, cat, k, o, db, hw);
@@ -207,7 +208,7 @@ int tune(const std::string& kernel, const std::string& preset_name, const std::s
       continue;
     }
     fmt::print("{} {}: {} {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape,
-               r.best.confirmed() ? "confirmed best" : "best", r.best.median_ms, r.best.gflops, r.best.gbps,
+               r.best.chosen() ? "chosen" : "best", r.best.median_ms, r.best.gflops, r.best.gbps,
                tuner::knobs_text(r.best.knobs));
     if (r.defaults.verified())
       fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
@@ -240,8 +241,9 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
   const double peak = tuner::fma_peak_gflops(o.measure.isa, o.measure.threads);
   fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
              o.measure.threads > 0 ? o.measure.threads : int(std::thread::hardware_concurrency()));
-  std::string summary = fmt::format("{:<16} {:<44} {:>10} {:>10} {:>12} {:>10}\n", "kernel", "shape", "default ms",
-                                    "tuned ms", "best auto ms", "blas ms");
+  std::string summary = fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", "kernel", "shape",
+                                    "default ms", "tuned ms", "best auto ms", "blas ms", "tuned/def", "tuned/auto");
+  int with_tuned = 0, not_slower = 0, beats_auto = 0, same_as_default = 0;
   for (const auto& [k, shape] : jobs) {
     o.kernel = k, o.shape = shape;
     const auto rows = tuner::compare(tools, cat, o, hw);
@@ -251,18 +253,43 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
     std::replace(name.begin(), name.end(), ',', '_');
     std::replace(name.begin(), name.end(), '=', '-');
     tuner::write_reports(out_dir, name, title, rows, peak);
-    auto ms = [&](const std::string& which) {
-      double best = 0;
+    auto best = [&](const std::string& which) -> const tuner::compare_row* {
+      const tuner::compare_row* b = nullptr;
       for (const auto& r : rows)
-        if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)))
-          best = best == 0 ? r.r.median_ms : std::min(best, r.r.median_ms);
-      return best > 0 ? fmt::format("{:.4g}", best) : std::string("-");
+        if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)) &&
+            (!b || r.r.median_ms < b->r.median_ms))
+          b = &r;
+      return b;
     };
-    summary += fmt::format("{:<16} {:<44} {:>10} {:>10} {:>12} {:>10}\n", k, shape, ms("default"), ms("tuned"),
-                           ms("auto"), ms("blas"));
+    auto ms = [](const tuner::compare_row* r) { return r ? fmt::format("{:.4g}", r->r.median_ms) : std::string("-"); };
+    const auto *def = best("default"), *tuned = best("tuned"), *au = best("auto");
+    // Speed-ups of the tuned schedule (> 1: tuned is faster); "=" marks a tuned
+    // schedule whose knobs are the defaults (the same code: any gap is noise).
+    std::string vs_def = "-", vs_auto = "-";
+    if (tuned) {
+      ++with_tuned;
+      const bool same = def && tuned->r.knobs == def->r.knobs;
+      same_as_default += same;
+      if (def) {
+        vs_def = fmt::format("{}{:.2f}x", same ? "=" : "", def->r.median_ms / tuned->r.median_ms);
+        not_slower += same || tuned->r.median_ms <= def->r.median_ms;
+      }
+      if (au) {
+        vs_auto = fmt::format("{:.2f}x", au->r.median_ms / tuned->r.median_ms);
+        beats_auto += tuned->r.median_ms < au->r.median_ms;
+      }
+    }
+    summary += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
+                           ms(au), ms(best("blas")), vs_def, vs_auto);
   }
-  if (jobs.size() > 1)
-    fmt::print("\nsummary (median ms; '-': not measured or not verified)\n{}", summary);
+  if (jobs.size() > 1) {
+    fmt::print("\nsummary (median ms; '-': not measured or not verified; tuned/x: speed-up of tuned over x, '=': "
+               "tuned knobs are the defaults)\n{}",
+               summary);
+    fmt::print("\ntuned: {} of {} kernel shapes have a tuned schedule; {} not slower than the default ({} of them "
+               "the default itself); {} faster than every autoscheduler\n",
+               with_tuned, jobs.size(), not_slower, same_as_default, beats_auto);
+  }
   fmt::print("\nreports (CSV, JSON, SVG) in {}\n", out_dir);
   return 0;
 }
@@ -312,8 +339,10 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--preset", tune_preset, "tune every kernel at a model's shapes (transformer-base)")
       ->excludes(kernel_opt);
   tune_cmd->add_option("--budget", budget, "time per kernel and shape: 90s, 5m, 1h");
-  tune_cmd->add_option("--trials", to.max_trials, "at most this many candidates per kernel and shape")
-      ->check(CLI::Range(1, 1000000));
+  tune_cmd
+      ->add_option("--trials", to.max_trials,
+                   "at most this many new candidates per kernel and shape (0: only re-confirm the finalists)")
+      ->check(CLI::Range(0, 1000000));
   tune_cmd->add_option("--db", db_dir, "schedule database directory");
   tune_cmd->add_option("--isa", to.isa,
                        "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
@@ -413,11 +442,19 @@ int main(int argc, char** argv) {
       std::stringstream list(build_info::kernels); // "kernel=knob section,..."
       for (std::string entry; std::getline(list, entry, ',');) {
         const std::string k = entry.substr(0, entry.find('=')), sched = entry.substr(entry.find('=') + 1);
-        std::string values;
-        for (const auto& [name, v] : knobs[sched][isa].items())
-          if (name[0] != '_')
-            values += (values.empty() ? "" : " ") + name + "=" + v.dump();
-        fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values);
+        const auto values = [&](const nlohmann::json& section) {
+          std::string text;
+          for (const auto& [name, v] : section.items())
+            if (name[0] != '_')
+              text += (text.empty() ? "" : " ") + name + "=" + v.dump();
+          return text;
+        };
+        const auto variants = knobs.value("_variants", nlohmann::json::object());
+        if (variants.contains(k)) // one tuned variant per shape bucket (halformer_kernels.h)
+          for (const auto& [bucket, isas] : variants[k].items())
+            fmt::print("  hf_{:<16} {} schedule, {} variant [{}]: {}\n", k, sched, bucket, isa, values(isas[isa]));
+        else
+          fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
       }
       fmt::print("Halide: 21.0.0 (AOT; the kernels need no Halide at run time)\n");
       if (!dir.empty()) {

@@ -27,6 +27,8 @@ struct record {
   // A confirmation record: the finalists of a search re-measured side by side over
   // several rounds (tuner.cpp), free of the search's winner's curse.
   bool confirmed() const { return source == "confirm"; }
+  // The record its confirmation round chose for the build.
+  bool chosen() const { return confirmed() && settings.is_object() && settings.value("chosen", false); }
   nlohmann::json to_json() const;
   static record from_json(const nlohmann::json& j, const std::string& where);
 };
@@ -45,17 +47,22 @@ private:
   std::string dir_, file_;
 };
 
-// The tuned record among `records` that `usable` accepts: the fastest verified
-// confirmation record if there is one, else the fastest verified record. A search
-// keeps its luckiest measurement, so among many close candidates the lowest search
-// median overstates; the confirmation round measures the finalists (and the
-// default) together and is trusted over it.
+// The tuned record among `records` that `usable` accepts, by the strength of
+// the evidence:
+// 1. the record a confirmation round chose (the latest round's): its finalists
+//    and the default measured side by side, the default kept unless beaten by
+//    more than the noise margin (tuner.cpp);
+// 2. else the fastest verified confirmation record;
+// 3. else the fastest verified record (a search keeps its luckiest measurement,
+//    so among many close candidates the lowest search median overstates).
 template <class Usable> const record* pick_tuned(const std::vector<record>& records, Usable&& usable) {
+  const auto rank = [](const record& r) { return r.chosen() ? 2 : r.confirmed() ? 1 : 0; };
   const record* best = nullptr;
   for (const auto& r : records)
     if (r.verified() && usable(r)) {
-      const bool better = !best || (r.confirmed() && !best->confirmed()) ||
-                          (r.confirmed() == best->confirmed() && r.median_ms < best->median_ms);
+      bool better = !best || rank(r) > rank(*best);
+      if (best && rank(r) == rank(*best))
+        better = r.chosen() ? r.when > best->when : r.median_ms < best->median_ms;
       if (better)
         best = &r;
     }

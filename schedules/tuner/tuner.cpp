@@ -336,6 +336,20 @@ std::vector<record> interleaved(const std::vector<built_candidate*>& cands, cons
   return out;
 }
 
+const record* choose_confirmed(const std::vector<record>& confirmed, const knob_set& defaults, double margin) {
+  const record *winner = nullptr, *def = nullptr;
+  for (const auto& r : confirmed)
+    if (r.verified()) {
+      if (!winner || r.median_ms < winner->median_ms)
+        winner = &r;
+      if (r.knobs == defaults)
+        def = &r;
+    }
+  if (winner && def && winner != def && winner->median_ms > def->median_ms * (1 - margin))
+    return def;
+  return winner;
+}
+
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
   const built_candidate c = build(t, k, knobs, o, hw, source, generator_args);
@@ -494,18 +508,26 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     const auto confirmed =
         interleaved(ptrs, o, o.confirm_rounds,
                     "tune " + k.name + " " + o.shape + " confirming " + std::to_string(top.size()) + " finalists");
-    const record* winner = nullptr;
+    const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
+    const record* def = nullptr;
+    for (const auto& r : confirmed)
+      if (r.verified() && r.knobs == defaults)
+        def = &r;
+    const std::string batch = now_iso() + "/" + std::to_string(::getpid());
     for (const auto& r : confirmed) {
       record rr = r;
       rr.settings["confirm_rounds"] = o.confirm_rounds;
+      rr.settings["confirm_batch"] = batch;
+      rr.settings["chosen"] = &r == chosen;
+      rr.settings["adopt_margin"] = o.adopt_margin;
       db.append(rr);
-      if (r.verified() && (!winner || r.median_ms < winner->median_ms))
-        winner = &r;
-      if (r.knobs == defaults && r.verified())
-        result.defaults = r;
     }
-    if (winner)
-      result.best = *winner;
+    if (def)
+      result.defaults = *def;
+    if (chosen) {
+      result.best = *chosen;
+      result.best.settings["chosen"] = true;
+    }
   }
   return result;
 }

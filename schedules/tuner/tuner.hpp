@@ -66,6 +66,8 @@ struct tune_options {
   // re-measured side by side, `confirm_rounds` harness runs each in turn.
   int finalists = 3;
   int confirm_rounds = 3;
+  // The confirmed winner replaces the default only when faster by this fraction.
+  double adopt_margin = 0.03;
 };
 
 std::string target_of_isa(const std::string& isa); // Halide target string
@@ -102,6 +104,11 @@ record pool(const std::vector<record>& runs);
 // candidate), so that drift in the machine's speed is shared by all of them.
 std::vector<record> interleaved(const std::vector<built_candidate*>& cands, const tune_options& o, int rounds,
                                 const std::string& what);
+
+// The confirmation round's choice: the fastest verified record, unless the
+// default's is within `margin` of it (a smaller gap is this machine's noise,
+// and the hand default is the schedule with a stated reason).
+const record* choose_confirmed(const std::vector<record>& confirmed, const knob_set& defaults, double margin);
 
 // Measures one candidate (compile, link, verify, time) and returns its record.
 // `generator_args` are extra generator arguments (e.g. an autoscheduler plugin).

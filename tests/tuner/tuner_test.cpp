@@ -137,6 +137,31 @@ TEST_CASE("a confirmation record outranks a faster search record", "[tuner][data
   CHECK(pick_tuned(search, [](const record& r) { return r.shape == "t=1"; }) == nullptr);
 }
 
+TEST_CASE("a confirmation round keeps the default unless clearly beaten", "[tuner]") {
+  const knob_set defaults{{"rows_per_task", 8}};
+  record def, close, clear, broken;
+  def.status = close.status = clear.status = "ok", broken.status = "wrong";
+  def.knobs = defaults, def.median_ms = 1.0;
+  close.knobs = {{"rows_per_task", 16}}, close.median_ms = 0.98; // 2% faster: noise
+  clear.knobs = {{"rows_per_task", 32}}, clear.median_ms = 0.90; // 10% faster
+  broken.knobs = {{"rows_per_task", 64}}, broken.median_ms = 0.1;
+  CHECK(choose_confirmed({def, close, broken}, defaults, 0.03)->knobs == defaults);
+  CHECK(choose_confirmed({def, close, clear}, defaults, 0.03)->knobs == clear.knobs);
+  CHECK(choose_confirmed({def, close}, defaults, 0.0)->knobs == close.knobs);
+  CHECK(choose_confirmed({close, clear}, defaults, 0.03)->knobs == clear.knobs); // default not confirmed
+  CHECK(choose_confirmed({broken}, defaults, 0.03) == nullptr);
+
+  // The database trusts the latest round's choice over faster confirmation records.
+  record older = close, newer = def, other = clear;
+  for (record* r : {&older, &newer, &other})
+    r->source = "confirm", r->settings = nlohmann::json::object();
+  older.settings["chosen"] = true, older.when = "2026-11-22T07:00:00Z";
+  newer.settings["chosen"] = true, newer.when = "2026-11-22T08:00:00Z";
+  other.settings["chosen"] = false;
+  const std::vector<record> rs{older, other, newer};
+  CHECK(pick_tuned(rs, [](const record&) { return true; })->knobs == defaults);
+}
+
 TEST_CASE("shape buckets: prefill, decode, one-row decode", "[tuner]") {
   CHECK(bucket_of("t=128,batch=8,d_model=512") == "prefill");
   CHECK(bucket_of("t=2,batch=1") == "prefill");
