@@ -55,10 +55,11 @@ int halformer_cuda_capability(void);
 const char* halformer_shape_bucket(int t, int batch);
 /* How often hf_<kernel>() ran its `bucket` variant in this process. */
 long halformer_variant_calls(const char* kernel, const char* bucket);
-/* Used by the generated dispatchers: the index in buckets[0..n) to run. */
+/* Used by the generated dispatchers: the index in buckets[0..n) to run;
+ * calls[0..n) are the dispatcher's own call counters. */
 struct halide_filter_metadata_t;
 int halformer_choose_variant(const char* kernel, const struct halide_filter_metadata_t* md, void** args,
-                             const char* const* buckets, int n);
+                             const char* const* buckets, int n, long* calls);
 
 /* The message of the last kernel error on this thread ("" if none). */
 const char* halformer_last_error(void);

@@ -8,33 +8,36 @@
 
 extern void halformer_set_error(const char* msg); /* isa.c */
 
-/* Call counts per (kernel, bucket), in a small table filled on first use. The
- * names are the dispatchers' string literals; a mutex keeps it simple (one
- * uncontended lock per kernel call). */
+/* Every dispatcher keeps its own call counters (an atomic add per call); a
+ * counter is entered here the first time it leaves 0, so only that first call
+ * takes the lock. */
 #define SLOTS 256
 static struct {
   const char *kernel, *bucket;
-  long calls;
-} counts[SLOTS];
-static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
+  const long* calls;
+} registry[SLOTS];
+static int registered;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void count_call(const char* kernel, const char* bucket) {
-  pthread_mutex_lock(&counts_lock);
-  for (int i = 0; i < SLOTS; ++i)
-    if (!counts[i].kernel || (!strcmp(counts[i].kernel, kernel) && !strcmp(counts[i].bucket, bucket))) {
-      counts[i].kernel = kernel, counts[i].bucket = bucket, ++counts[i].calls;
-      break;
-    }
-  pthread_mutex_unlock(&counts_lock);
+static void count_call(const char* kernel, const char* bucket, long* calls) {
+  if (__atomic_fetch_add(calls, 1, __ATOMIC_RELAXED) != 0)
+    return;
+  pthread_mutex_lock(&registry_lock);
+  if (registered < SLOTS) {
+    registry[registered].kernel = kernel, registry[registered].bucket = bucket;
+    registry[registered].calls = calls;
+    ++registered;
+  }
+  pthread_mutex_unlock(&registry_lock);
 }
 
 long halformer_variant_calls(const char* kernel, const char* bucket) {
   long n = 0;
-  pthread_mutex_lock(&counts_lock);
-  for (int i = 0; i < SLOTS && counts[i].kernel; ++i)
-    if (!strcmp(counts[i].kernel, kernel) && !strcmp(counts[i].bucket, bucket))
-      n = counts[i].calls;
-  pthread_mutex_unlock(&counts_lock);
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < registered; ++i)
+    if (!strcmp(registry[i].kernel, kernel) && !strcmp(registry[i].bucket, bucket))
+      n += __atomic_load_n(registry[i].calls, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&registry_lock);
   return n;
 }
 
@@ -42,12 +45,11 @@ const char* halformer_shape_bucket(int t, int batch) { return t > 1 ? "prefill" 
 
 /* Preference when a kernel has no variant for the shape's own bucket: the
  * nearest regime first (every variant is correct for every shape). */
-static const char* const order_prefill[] = {"prefill", "decode", "decode1"};
-static const char* const order_decode[] = {"decode", "prefill", "decode1"};
-static const char* const order_decode1[] = {"decode1", "decode", "prefill"};
+static const char* const preference[3][3] = {
+    {"prefill", "decode", "decode1"}, {"decode", "prefill", "decode1"}, {"decode1", "decode", "prefill"}};
 
 int halformer_choose_variant(const char* kernel, const struct halide_filter_metadata_t* md, void** args,
-                             const char* const* buckets, int n) {
+                             const char* const* buckets, int n, long* calls) {
   const struct halide_buffer_t* out = NULL;
   for (int i = 0; i < md->num_arguments && !out; ++i)
     if (md->arguments[i].kind == halide_argument_kind_output_buffer)
@@ -60,14 +62,16 @@ int halformer_choose_variant(const char* kernel, const struct halide_filter_meta
   }
   /* Outputs are (features..., t, [heads], batch): t is dim 1 (dim 0 of a (t, batch) output). */
   const int d = out->dimensions;
-  const int t = out->dim[d >= 3 ? 1 : 0].extent, batch = out->dim[d - 1].extent;
-  const char* const* order = t > 1 ? order_prefill : batch == 1 ? order_decode1 : order_decode;
-  for (int o = 0; o < 3; ++o)
+  const char* own = halformer_shape_bucket(out->dim[d >= 3 ? 1 : 0].extent, out->dim[d - 1].extent);
+  int row = 0;
+  while (strcmp(preference[row][0], own) != 0)
+    ++row;
+  for (int p = 0; p < 3; ++p)
     for (int i = 0; i < n; ++i)
-      if (!strcmp(buckets[i], order[o])) {
-        count_call(kernel, buckets[i]);
+      if (!strcmp(buckets[i], preference[row][p])) {
+        count_call(kernel, buckets[i], &calls[i]);
         return i;
       }
-  count_call(kernel, buckets[0]);
+  count_call(kernel, buckets[0], &calls[0]);
   return 0;
 }

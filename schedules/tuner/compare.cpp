@@ -104,10 +104,8 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
   // This machine's tuned knob-set record of this kernel and shape for a target,
   // machine key and schedule revision (autoscheduler records are their own rows).
   const auto best_tuned = [&](const std::string& tgt, const std::string& key, int revision) {
-    return pick_tuned(records, [&](const record& r) {
-      return r.kernel == k.name && r.shape == m.shape && r.target == tgt && r.hardware == key &&
-             r.schedule_revision == revision && autoscheduler_of(r.knobs).empty();
-    });
+    return pick_tuned(records,
+                      [&](const record& r) { return tuned_candidate(r, k.name, m.shape, tgt, key, revision); });
   };
   tune_options g = m; // the GPU schedules, on the OpenCL device
   g.isa = "opencl";
@@ -119,7 +117,6 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
     built_candidate cand;
     const tune_options* opts = nullptr;
     std::vector<std::string> blas; // the BLAS harness's command line
-    std::vector<record> runs;
   };
   std::vector<entry> entries;
   for (const auto& s : o.schedules) {
@@ -168,34 +165,34 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
       e.row.r = e.cand.r; // did not build
     entries.push_back(std::move(e));
   }
-  const int rounds = std::max(1, o.rounds);
-  for (int round = 0; round < rounds; ++round)
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      entry& e = entries[(i + std::size_t(round)) % entries.size()];
-      if (!e.runs.empty() && !e.runs.back().verified())
-        continue;
-      if (e.cand.ok()) {
-        std::fprintf(stderr, "[compare %s %s] round %d/%d: %s\n", k.name.c_str(), m.shape.c_str(), round + 1, rounds,
-                     e.row.schedule.c_str());
-        e.runs.push_back(run(e.cand, *e.opts));
-      } else if (!e.blas.empty()) {
-        const auto p = run_process(e.blas, m.candidate_timeout_s);
-        record r;
-        try {
-          const auto j = nlohmann::json::parse(p.out);
-          r.status = "ok", r.source = "OpenBLAS sgemm " + e.blas[1];
-          r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
-          r.gflops = j.at("gflops");
-        } catch (const std::exception&) {
-          r.status = "crash", r.detail = p.describe() + ": " + p.err;
-        }
-        e.runs.push_back(r);
-      }
-    }
+  std::vector<timed_run> runs;
+  std::vector<entry*> timed;
+  for (auto& e : entries) {
+    if (e.cand.ok())
+      runs.push_back({e.row.schedule, [&e] { return run(e.cand, *e.opts); }});
+    else if (!e.blas.empty())
+      runs.push_back({e.row.schedule, [&e, &m] {
+                        const auto p = run_process(e.blas, m.candidate_timeout_s);
+                        record r;
+                        try {
+                          const auto j = nlohmann::json::parse(p.out);
+                          r.status = "ok", r.source = "OpenBLAS sgemm " + e.blas[1];
+                          r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
+                          r.gflops = j.at("gflops");
+                        } catch (const std::exception&) {
+                          r.status = "crash", r.detail = p.describe() + ": " + p.err;
+                        }
+                        return r;
+                      }});
+    else
+      continue;
+    timed.push_back(&e);
+  }
+  const auto measured = interleaved(runs, std::max(1, o.rounds), "compare " + k.name + " " + m.shape);
+  for (std::size_t i = 0; i < timed.size(); ++i)
+    timed[i]->row.r = measured[i];
   std::vector<compare_row> rows;
   for (auto& e : entries) {
-    if (!e.runs.empty())
-      e.row.r = pool(e.runs);
     if (!e.row.r.status.empty() && !e.row.r.verified())
       e.row.note = e.row.r.status + ": " + e.row.r.detail.substr(0, 200);
     rows.push_back(std::move(e.row));

@@ -68,10 +68,11 @@ void write_dispatcher(const std::string& dir, const std::string& function, const
   c += "};\nstatic int (*const variants[])(void **) = {";
   for (std::size_t i = 0; i < buckets.size(); ++i)
     c += std::string(i ? ", " : "") + function + "__" + buckets[i] + "_argv";
-  c += "};\n\nint " + function + "_argv(void **args) {\n  const int v = halformer_choose_variant(\"" + kernel + "\", " +
-       first + "_metadata(), args, buckets, " + std::to_string(buckets.size()) +
-       ");\n  return v < 0 ? -1 : variants[v](args);\n}\n\nint " + function + "(" + m[1].str() +
-       ") {\n  void *args[] = {";
+  const std::string n = std::to_string(buckets.size());
+  c += "};\nstatic long calls[" + n + "]; /* per variant: halformer_variant_calls() */\n\nint " + function +
+       "_argv(void **args) {\n  const int v = halformer_choose_variant(\"" + kernel + "\", " + first +
+       "_metadata(), args, buckets, " + n + ", calls);\n  return v < 0 ? -1 : variants[v](args);\n}\n\nint " +
+       function + "(" + m[1].str() + ") {\n  void *args[] = {";
   for (std::size_t i = 0; i < args.size(); ++i)
     c += std::string(i ? ", " : "") + args[i];
   c += "};\n  return " + function +

@@ -27,10 +27,6 @@ export_report export_knobs(const std::string& default_knob_file, const database&
   const auto branch_knob = [](const std::string& n) {
     return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
   };
-  const auto one_row = [](const preset_entry& e) {
-    const auto sv = shape_values(e.shape);
-    return sv.count("t") && sv.at("t") == 1 && sv.count("batch") && sv.at("batch") == 1;
-  };
   export_report report;
   for (auto& [section, isas] : knobs.items()) {
     if (section[0] == '_')
@@ -40,9 +36,7 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       const int revision = revisions.count(section) ? revisions.at(section) : 1;
       // A knob-set record of this section measured here, now, at entry e.
       const auto usable = [&](const record& r, const preset_entry& e) {
-        return r.verified() && r.knob_section == section && r.kernel == e.kernel && r.shape == e.shape &&
-               r.target == target && r.hardware == hw.key() && autoscheduler_of(r.knobs).empty() &&
-               r.schedule_revision == revision;
+        return r.knob_section == section && tuned_candidate(r, e.kernel, e.shape, target, hw.key(), revision);
       };
       const record* best = nullptr;
       std::string where;
@@ -55,7 +49,7 @@ export_report export_knobs(const std::string& default_knob_file, const database&
       const record* gemv = nullptr;
       std::string gemv_where;
       for (const auto& e : entries)
-        if (one_row(e) && !gemv)
+        if (bucket_of(e.shape) == "decode1" && !gemv)
           if ((gemv = pick_tuned(records, [&](const record& r) {
                  return usable(r, e) && std::any_of(r.knobs.begin(), r.knobs.end(),
                                                     [&](const auto& kv) { return branch_knob(kv.first); });
@@ -101,10 +95,8 @@ export_report export_knobs(const std::string& default_knob_file, const database&
         const int revision = revisions.count(plan.section) ? revisions.at(plan.section) : 1;
         const record* rec = at ? pick_tuned(records,
                                             [&](const record& r) {
-                                              return r.kernel == kernel && r.shape == at->shape &&
-                                                     r.knob_section == plan.section && r.target == target &&
-                                                     r.hardware == hw.key() && autoscheduler_of(r.knobs).empty() &&
-                                                     r.schedule_revision == revision;
+                                              return r.knob_section == plan.section &&
+                                                     tuned_candidate(r, kernel, at->shape, target, hw.key(), revision);
                                             })
                                : nullptr;
         if (rec) {

@@ -43,6 +43,11 @@ std::string clock_text(double s) {
   std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
   return buf;
 }
+// A candidate step failed: its status, and the child's description and stderr.
+void set_failure(record& r, const std::string& status, const process_result& p) {
+  r.status = status;
+  r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+}
 } // namespace
 
 toolchain toolchain::from_json_file(const std::string& path) {
@@ -162,6 +167,12 @@ std::string autoscheduler_of(const knob_set& k) {
   return "";
 }
 
+bool tuned_candidate(const record& r, const std::string& kernel, const std::string& shape, const std::string& target,
+                     const std::string& hardware, int revision) {
+  return r.kernel == kernel && r.shape == shape && r.target == target && r.hardware == hardware &&
+         r.schedule_revision == revision && autoscheduler_of(r.knobs).empty();
+}
+
 std::string estimates_of(const std::string& shape) {
   auto m = shape_values(shape);
   if (m.count("d_k") && m.count("heads"))
@@ -237,8 +248,7 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
       gen.push_back(arg);
   }
   auto fail = [&](const std::string& status, const process_result& p) {
-    r.status = status;
-    r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+    set_failure(r, status, p);
     return std::move(c);
   };
   if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok())
@@ -266,8 +276,7 @@ record run(const built_candidate& c, const tune_options& o) {
     argv.insert(argv.end(), {"--device", o.isa});
   const auto p = run_process(argv, o.candidate_timeout_s);
   auto fail = [&](const std::string& status) {
-    r.status = status;
-    r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+    set_failure(r, status, p);
     return r;
   };
   if (p.timed_out)
@@ -314,25 +323,23 @@ record pool(const std::vector<record>& runs) {
   return out;
 }
 
-std::vector<record> interleaved(const std::vector<built_candidate*>& cands, const tune_options& o, int rounds,
-                                const std::string& what) {
-  std::vector<std::vector<record>> runs(cands.size());
+std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, const std::string& what) {
+  std::vector<std::vector<record>> results(runs.size());
   const bool tty = isatty(2);
   for (int round = 0; round < rounds; ++round)
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      const std::size_t c = (i + std::size_t(round)) % cands.size();
-      if (!runs[c].empty() && !runs[c].back().verified())
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const std::size_t c = (i + std::size_t(round)) % runs.size();
+      if (!results[c].empty() && !results[c].back().verified())
         continue; // failed once: not run again
-      std::fprintf(stderr,
-                   tty ? "\r[%s] round %d/%d, candidate %zu/%zu\033[K" : "[%s] round %d/%d, candidate %zu/%zu\n",
-                   what.c_str(), round + 1, rounds, i + 1, cands.size());
-      runs[c].push_back(run(*cands[c], o));
+      std::fprintf(stderr, tty ? "\r[%s] round %d/%d: %s\033[K" : "[%s] round %d/%d: %s\n", what.c_str(), round + 1,
+                   rounds, runs[c].name.c_str());
+      results[c].push_back(runs[c].once());
     }
   if (tty)
     std::fprintf(stderr, "\n");
   std::vector<record> out;
-  for (std::size_t c = 0; c < cands.size(); ++c)
-    out.push_back(runs[c].empty() ? cands[c]->r : pool(runs[c]));
+  for (const auto& r : results)
+    out.push_back(pool(r));
   return out;
 }
 
@@ -502,12 +509,11 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     std::vector<built_candidate> built;
     for (const record* r : top)
       built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
-    std::vector<built_candidate*> ptrs;
-    for (auto& b : built)
-      ptrs.push_back(&b);
-    const auto confirmed =
-        interleaved(ptrs, o, o.confirm_rounds,
-                    "tune " + k.name + " " + o.shape + " confirming " + std::to_string(top.size()) + " finalists");
+    std::vector<timed_run> runs;
+    for (std::size_t i = 0; i < built.size(); ++i)
+      runs.push_back({"finalist " + std::to_string(i + 1) + "/" + std::to_string(built.size()),
+                      [&, i] { return run(built[i], o); }});
+    const auto confirmed = interleaved(runs, o.confirm_rounds, "tune " + k.name + " " + o.shape + " confirming");
     const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
     const record* def = nullptr;
     for (const auto& r : confirmed)

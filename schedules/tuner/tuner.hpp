@@ -8,6 +8,7 @@
 #include "export_knobs.hpp"
 #include "hardware.hpp"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -100,10 +101,15 @@ record run(const built_candidate& c, const tune_options& o);
 // Several runs of one candidate as one record: the median of the runs' medians,
 // the lowest minimum and the highest maximum; not verified if any run was not.
 record pool(const std::vector<record>& runs);
-// Runs every built candidate `rounds` times, in turn (round r starts at the r-th
-// candidate), so that drift in the machine's speed is shared by all of them.
-std::vector<record> interleaved(const std::vector<built_candidate*>& cands, const tune_options& o, int rounds,
-                                const std::string& what);
+// One harness run of something being timed (a candidate, a baseline), by name.
+struct timed_run {
+  std::string name;
+  std::function<record()> once;
+};
+// Runs each of `runs` `rounds` times, in turn (round r starts at the r-th), so
+// that drift in the machine's speed is shared by all of them; one that fails is
+// not run again. Returns each one's runs pooled.
+std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, const std::string& what);
 
 // The confirmation round's choice: the fastest verified record, unless the
 // default's is within `margin` of it (a smaller gap is this machine's noise,
@@ -129,6 +135,10 @@ std::string knobs_text(const knob_set& k); // "a=1,b=2"
 // {"_autoscheduler:<Name>": 1} means "Halide's <Name> schedules this kernel".
 extern const std::vector<std::string> autoschedulers; // Adams2019, Mullapudi2016, Li2018
 std::string autoscheduler_of(const knob_set& k);      // "" for a knob set
+// A knob-set record (not an autoscheduler's) of exactly this kernel, shape,
+// target, machine and schedule revision: what a build or `compare` may call tuned.
+bool tuned_candidate(const record& r, const std::string& kernel, const std::string& shape, const std::string& target,
+                     const std::string& hardware, int revision);
 // A shape's extents under the DSL's dimension names, as generator estimates ("a:1/b:2").
 std::string estimates_of(const std::string& shape);
 
