@@ -31,7 +31,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision}},
       {"head_projection", {cpu::gemm_knobs(), cpu::gemm_revision}},
       {"attention", {cpu::attention_knobs(), cpu::attention_revision}},
-      {"out_projection", {cpu::gemm_knobs(), cpu::gemm_revision}},
+      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision}},
       {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision}},
       {"layernorm", {cpu::row_knobs(), cpu::row_revision}},
       {"softmax", {cpu::row_knobs(), cpu::row_revision}},

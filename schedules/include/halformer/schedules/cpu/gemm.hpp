@@ -20,7 +20,11 @@ namespace halformer::schedules::cpu {
 
 // Bumped whenever the schedule changes, so that database records measured with
 // an older schedule are not reused (tuner/database.hpp).
-inline constexpr int gemm_revision = 2; // 2: the matrix-vector branch for decode steps
+// 2: the matrix-vector branch for decode steps (wider blocks and shorter chunks
+// were added to its knobs' values later: the code at the old values is unchanged).
+inline constexpr int gemm_revision = 2;
+// out_projection's matrix-vector branch chunks d_k by gemv_k since revision 3.
+inline constexpr int out_projection_revision = 3;
 
 inline std::vector<knob_decl> gemm_knobs() {
   return {
@@ -28,10 +32,41 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"rows", {1, 2, 3, 4, 6, 8}, "rows per register tile (unrolled)"},
       {"tiles_per_task", {1, 2, 4, 8, 16, 32}, "column tiles per parallel task"},
       {"row_tiles_per_task", {1, 2, 4, 8, 16, 32}, "row tiles per parallel task (weight panel reuse)"},
-      {"gemv_cols", {64, 128, 256, 512, 1024}, "decode GEMV: output features per task (heads: / 64)"},
-      {"gemv_k", {8, 16, 32, 64, 128}, "decode GEMV: weight rows per reduction chunk"},
+      {"gemv_cols", {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, "decode GEMV: features per task (heads: / 64)"},
+      {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode GEMV: weight rows per register chunk"},
       {"gemv_vectors", {1, 2, 4, 8}, "decode GEMV: accumulator vectors per register tile"},
   };
+}
+
+// The decode GEMV's reduction: the `by_gemv` specialisation of g.acc's update,
+// computed at the output's column-block tasks. It is bound by streaming the
+// weights, whose rows (one reduction index each) are contiguous over the
+// features: per chunk of `gemv_k` rows and tile of `gemv_vectors` vectors, the
+// tile's accumulators stay in registers while the chunk's rows stream in side by
+// side, gemv_cols features long each. Wide blocks and short chunks give the
+// prefetchers long runs: logits at one row (32000 x 512) 2.9 -> 2.3 ms with 16384
+// features per task and 4-row chunks instead of 512 and 16 (2 threads, AVX-512,
+// weights from memory, interleaved; the machine streams ~32 GB/s).
+// Every output still sums its rows in order, as the blocked branches do, so a
+// row's result is bitwise the same whichever branch (batch size) computes it.
+// (A split-K variant, slices of rows summed by separate tasks, measured no faster
+// at 512 x 512 and would break that.)
+inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, const knob_values& k) {
+  using namespace Halide;
+  RVar ko("ko"), ki("ki");
+  Var ot("ot"), ov("ov");
+  g.acc.specialize(by_gemv).vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  Stage u = g.acc.update().specialize(by_gemv);
+  // Chunks of the innermost reduction dim (out_projection: d_k within a head).
+  u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf)
+      .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{ov, ki, ot};
+  order.insert(order.end(), g.mid.begin(), g.mid.end());
+  order.push_back(g.t);
+  order.push_back(g.batch);
+  order.push_back(ko);
+  order.insert(order.end(), g.r.begin() + 1, g.r.end());
+  u.reorder(order).vectorize(ov, vec).unroll(ov);
 }
 
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
@@ -90,17 +125,10 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   blocked(g.out.specialize(by_batch), g.batch);
 
   // Decode steps with fewer rows than a register tile (t == 1, batch < rows): a
-  // matrix-vector product, bound by streaming the weights. A task owns
-  // `gemv_cols` output features (head projections: gemv_cols / 64 heads, whose
-  // weights are contiguous) and walks the reduction in chunks of `gemv_k` weight
-  // rows; per chunk, row and tile of `gemv_vectors` vectors the accumulators stay in
-  // registers, so each chunk streams gemv_k contiguous spans of gemv_cols floats
-  // (1 KiB at 256) and the task's accumulators (gemv_cols x batch) stay in L1.
-  // The gemv_* knobs belong to this branch alone: the build takes them from the
-  // best record at a decode shape, the others from the best prefill record
-  // (export_knobs.cpp). Measured at decode rows = 1 (2 threads, AVX-512, weights
-  // from memory): FFN 12.2 -> 15.0 GB/s, logits 12.8 -> 15.6 GB/s (~29 GB/s machine).
-  const int cols = k["gemv_cols"], kchunk = k["gemv_k"];
+  // matrix-vector product, bound by streaming the weights (schedule_gemv() above). The
+  // output's tasks own `gemv_cols` output features each (head projections:
+  // gemv_cols / 64 heads, whose weights are contiguous).
+  const int cols = k["gemv_cols"];
   const Expr by_gemv = g.t_extent == 1 && g.batch_extent < rows;
   Var hi("hi");
   {
@@ -135,31 +163,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   g.acc.compute_at(g.out, oo);
   blocked_acc(g.acc.specialize(by_t), g.acc.update().specialize(by_t), g.t);
   blocked_acc(g.acc.specialize(by_batch), g.acc.update().specialize(by_batch), g.batch);
-  {
-    g.acc.specialize(by_gemv).vectorize(g.o, vec, TailStrategy::GuardWithIf);
-    Stage u = g.acc.update().specialize(by_gemv);
-    RVar ko("ko"), ki("ki");
-    Var ot("ot"), ov("ov");
-    u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf);
-    std::vector<VarOrRVar> order{ov};
-    if (g.r.size() == 1) { // chunks of gemv_k rows
-      u.split(g.r[0], ko, ki, kchunk, TailStrategy::GuardWithIf);
-      order.push_back(ki);
-    } else { // out_projection: (d_k, heads); a head's d_k rows are the chunk
-      order.push_back(g.r[0]);
-    }
-    order.push_back(ot);
-    for (const Var& m : g.mid)
-      order.push_back(m);
-    order.push_back(g.t);
-    order.push_back(g.batch);
-    if (g.r.size() == 1)
-      order.push_back(ko);
-    else
-      for (std::size_t i = 1; i < g.r.size(); ++i)
-        order.push_back(g.r[i]);
-    u.reorder(order).vectorize(ov, vec).unroll(ov);
-  }
+  schedule_gemv(g, by_gemv, vec, k);
   g.acc.vectorize(g.o, vec, TailStrategy::GuardWithIf);
   {
     std::vector<VarOrRVar> order{g.o};
