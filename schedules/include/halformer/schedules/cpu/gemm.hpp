@@ -50,7 +50,9 @@ inline std::vector<knob_decl> gemm_knobs() {
 // Every output still sums its rows in order, as the blocked branches do, so a
 // row's result is bitwise the same whichever branch (batch size) computes it.
 // (A split-K variant, slices of rows summed by separate tasks, measured no faster
-// at 512 x 512 and would break that.)
+// at 512 x 512 and would break that.) The gemv_* knobs belong to this branch
+// alone: each decode variant takes them from its bucket's tuned record
+// (export_knobs.cpp).
 inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, const knob_values& k) {
   using namespace Halide;
   RVar ko("ko"), ki("ki");
