@@ -26,39 +26,38 @@ option(HALFORMER_GPU "Build the CUDA and OpenCL kernel libraries" ON)
 add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
 
 set(HALFORMER_KERNELS "")
-set(HALFORMER_KERNEL_SCHEDULES "")
 set(HALFORMER_CPU_FUNCTIONS "")
-# halformer_kernel(NAME GENERATOR gen KNOBS section [PARAMS k=v ...] [BUCKETS b ...]):
-# function hf_NAME; KNOBS names its schedule's section of the knob file (as its
-# generator does). BUCKETS: the shape buckets (prefill, decode, decode1) the CPU
+# halformer_kernel(NAME [BUCKETS b ...]): function hf_NAME from the kernel NAME of
+# dsl/kernels.hpp (the generic generator with kernel=NAME; the DSL says its
+# arguments and its schedule). BUCKETS: the shape buckets (prefill, decode, decode1) the CPU
 # library holds a separately tuned variant for; with two or more, each is its own
 # multi-ISA function hf_NAME__<bucket> and hf_NAME is a generated C dispatcher
 # choosing by the call's shape (runtime/kernels/variants.c). List the buckets of
 # the kernel's shapes in the tuning preset (schedules/tuner/presets.cpp): the
 # knob export reports preset shapes whose bucket has no variant.
 # One multi-ISA CPU function of a kernel (VARIANT: kernel@bucket, or "").
-function(halformer_cpu_function fn variant generator)
+function(halformer_cpu_function fn variant kernel)
   set(variant_param "")
   if (variant)
     set(variant_param variant=${variant})
   endif ()
   add_halide_library(${fn} FROM halformer.generators
-    GENERATOR ${generator}
+    GENERATOR kernel
     FUNCTION_NAME ${fn}
     TARGETS ${HALFORMER_X86_TARGETS}
     USE_RUNTIME halformer_runtime
-    PARAMS knob_file=${HALFORMER_KNOB_FILE} ${variant_param} ${ARGN}
+    PARAMS kernel=${kernel} knob_file=${HALFORMER_KNOB_FILE} ${variant_param}
     DEPENDS ${HALFORMER_KNOB_FILE})
 endfunction()
 
 function(halformer_kernel name)
-  cmake_parse_arguments(ARG "" "GENERATOR;KNOBS" "PARAMS;BUCKETS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "BUCKETS" ${ARGN})
   set(cpu_functions "")
   list(LENGTH ARG_BUCKETS bucket_count)
   if (bucket_count GREATER 1)
     set(parts "")
     foreach (b IN LISTS ARG_BUCKETS)
-      halformer_cpu_function(hf_${name}__${b} ${name}@${b} ${ARG_GENERATOR} ${ARG_PARAMS})
+      halformer_cpu_function(hf_${name}__${b} ${name}@${b} ${name})
       list(APPEND parts hf_${name}__${b})
     endforeach ()
     list(GET ARG_BUCKETS 0 first)
@@ -76,60 +75,53 @@ function(halformer_kernel name)
       set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_VARIANTS ${name}@${b})
     endforeach ()
   elseif (bucket_count EQUAL 1)
-    halformer_cpu_function(hf_${name} ${name}@${ARG_BUCKETS} ${ARG_GENERATOR} ${ARG_PARAMS})
+    halformer_cpu_function(hf_${name} ${name}@${ARG_BUCKETS} ${name})
     set(cpu_functions hf_${name})
   else ()
-    halformer_cpu_function(hf_${name} "" ${ARG_GENERATOR} ${ARG_PARAMS})
+    halformer_cpu_function(hf_${name} "" ${name})
     set(cpu_functions hf_${name})
   endif ()
   if (HALFORMER_GPU)
     foreach (api IN ITEMS opencl cuda)
       string(TOUPPER ${api} API)
       add_halide_library(hf_${api}_${name} FROM halformer.generators
-        GENERATOR ${ARG_GENERATOR}
+        GENERATOR kernel
         FUNCTION_NAME hf_${api}_${name}
         TARGETS ${HALFORMER_${API}_TARGETS}
         USE_RUNTIME halformer_runtime
-        PARAMS knob_file=${HALFORMER_GPU_KNOB_FILE} ${ARG_PARAMS}
+        PARAMS kernel=${name} knob_file=${HALFORMER_GPU_KNOB_FILE}
         DEPENDS ${HALFORMER_GPU_KNOB_FILE})
     endforeach ()
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
   set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} ${cpu_functions} PARENT_SCOPE)
-  set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} ${name}=${ARG_KNOBS} PARENT_SCOPE)
-  # The tuner's catalog: how to build this kernel with other knob values.
-  set(params "")
-  foreach (p IN LISTS ARG_PARAMS)
-    string(APPEND params "\"${p}\",")
-  endforeach ()
-  string(REGEX REPLACE ",$" "" params "${params}")
+  # The tuner's catalog: the kernel's shape buckets (the rest comes from the DSL).
   set(buckets "")
   foreach (b IN LISTS ARG_BUCKETS)
     string(APPEND buckets "\"${b}\",")
   endforeach ()
   string(REGEX REPLACE ",$" "" buckets "${buckets}")
   set_property(GLOBAL APPEND_STRING PROPERTY HALFORMER_KERNEL_CATALOG
-               "{\"name\": \"${name}\", \"generator\": \"${ARG_GENERATOR}\", \"knobs\": \"${ARG_KNOBS}\", \"params\": [${params}], \"buckets\": [${buckets}]},\n")
+               "{\"name\": \"${name}\", \"buckets\": [${buckets}]},\n")
 endfunction()
 
-halformer_kernel(embedding GENERATOR embedding KNOBS embedding BUCKETS prefill decode)
-halformer_kernel(qkv_projection GENERATOR qkv_projection KNOBS head_projection BUCKETS prefill decode decode1)
-halformer_kernel(kv_projection GENERATOR kv_projection KNOBS head_projection BUCKETS prefill)
-halformer_kernel(q_projection GENERATOR q_projection KNOBS head_projection BUCKETS decode decode1)
-halformer_kernel(attention GENERATOR attention KNOBS attention BUCKETS prefill decode decode1)
-halformer_kernel(out_projection GENERATOR out_projection KNOBS out_projection BUCKETS prefill decode decode1)
-halformer_kernel(ffn_relu GENERATOR ffn KNOBS ffn PARAMS activation=relu BUCKETS prefill decode decode1)
-halformer_kernel(ffn_gelu GENERATOR ffn KNOBS ffn PARAMS activation=gelu)
-halformer_kernel(layernorm GENERATOR layernorm KNOBS layernorm BUCKETS prefill decode)
-halformer_kernel(add_layernorm GENERATOR add_layernorm KNOBS layernorm BUCKETS prefill)
-halformer_kernel(softmax GENERATOR softmax KNOBS softmax PARAMS log=false BUCKETS prefill)
-halformer_kernel(log_softmax GENERATOR softmax KNOBS softmax PARAMS log=true BUCKETS decode)
-halformer_kernel(logits GENERATOR logits KNOBS logits BUCKETS decode decode1)
-halformer_kernel(greedy_pick GENERATOR greedy_pick KNOBS greedy_pick)
+halformer_kernel(embedding BUCKETS prefill decode)
+halformer_kernel(qkv_projection BUCKETS prefill decode decode1)
+halformer_kernel(kv_projection BUCKETS prefill)
+halformer_kernel(q_projection BUCKETS decode decode1)
+halformer_kernel(attention BUCKETS prefill decode decode1)
+halformer_kernel(out_projection BUCKETS prefill decode decode1)
+halformer_kernel(ffn_relu BUCKETS prefill decode decode1)
+halformer_kernel(ffn_gelu)
+halformer_kernel(layernorm BUCKETS prefill decode)
+halformer_kernel(add_layernorm BUCKETS prefill)
+halformer_kernel(softmax BUCKETS prefill)
+halformer_kernel(log_softmax BUCKETS decode)
+halformer_kernel(logits BUCKETS decode decode1)
+halformer_kernel(greedy_pick)
 get_property(catalog GLOBAL PROPERTY HALFORMER_KERNEL_CATALOG)
 string(REGEX REPLACE ",\n$" "\n" catalog "${catalog}")
 file(WRITE ${CMAKE_BINARY_DIR}/share/halformer/kernels.json "[\n${catalog}]\n")
 set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
-set(HALFORMER_KERNEL_SCHEDULES ${HALFORMER_KERNEL_SCHEDULES} PARENT_SCOPE)
 set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} PARENT_SCOPE)
 get_property(HALFORMER_CPU_VARIANTS GLOBAL PROPERTY HALFORMER_CPU_VARIANTS) # kernel@bucket, for the tests

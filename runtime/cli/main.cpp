@@ -5,9 +5,10 @@
 #include "../src/npy.hpp"
 #include "build_lib.hpp"
 #include "compare.hpp"
+#include "halformer/dsl/kernels.hpp"
 #include "halformer/model.hpp"
 #include "halformer_build_info.h"
-#include "hf_all.h"
+#include "halformer_kernels.h"
 #include "presets.hpp"
 #include "tuner.hpp"
 
@@ -439,9 +440,8 @@ int main(int argc, char** argv) {
         throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
       const auto knobs = nlohmann::json::parse(knob_in);
       const std::string isa = halformer_active_isa();
-      std::stringstream list(build_info::kernels); // "kernel=knob section,..."
-      for (std::string entry; std::getline(list, entry, ',');) {
-        const std::string k = entry.substr(0, entry.find('=')), sched = entry.substr(entry.find('=') + 1);
+      for (const halformer_kernel* kernel = halformer_kernels_cpu(); kernel->name; ++kernel) {
+        const std::string k = kernel->name, sched{dsl::kernels::interface_of(k).schedule};
         const auto values = [&](const nlohmann::json& section) {
           std::string text;
           for (const auto& [name, v] : section.items())

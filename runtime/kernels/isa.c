@@ -134,3 +134,14 @@ const char* halformer_active_isa(void) {
 
 const char* halformer_last_error(void) { return last_error; }
 void halformer_clear_error(void) { last_error[0] = 0; }
+
+const struct halformer_kernel* halformer_find_kernel(const struct halformer_kernel* list, const char* name) {
+  size_t used = 0;
+  for (const struct halformer_kernel* k = list; k && k->name; ++k)
+    if (!strcmp(k->name, name))
+      return k;
+  used = (size_t)snprintf(last_error, sizeof last_error, "no kernel '%s' in this library; it has:", name);
+  for (const struct halformer_kernel* k = list; k && k->name && used < sizeof last_error; ++k)
+    used += (size_t)snprintf(last_error + used, sizeof last_error - used, " %s", k->name);
+  return NULL;
+}

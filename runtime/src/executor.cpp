@@ -12,21 +12,6 @@ namespace halformer {
 namespace {
 namespace layers = dsl::layers;
 
-// Each kernel function's tensor arguments, in its C signature's order.
-const std::map<std::string, std::vector<std::string>>& signatures() {
-  static const std::map<std::string, std::vector<std::string>> s{
-      {"qkv_projection", {"x", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "q", "k", "v"}},
-      {"kv_projection", {"x", "w_k", "w_v", "b_k", "b_v", "k", "v"}},
-      {"q_projection", {"x", "w_q", "b_q", "q"}},
-      {"attention", {"q", "k", "v", "lengths", "out"}},
-      {"out_projection", {"a", "w", "b", "residual", "out"}},
-      {"ffn_relu", {"x", "residual", "w1", "b1", "w2", "b2", "out"}},
-      {"ffn_gelu", {"x", "residual", "w1", "b1", "w2", "b2", "out"}},
-      {"layernorm", {"x", "gamma", "beta", "out"}},
-  };
-  return s;
-}
-
 // Kernels take non-const halide_buffer_t* but do not write their inputs.
 // Buffer::translate() without dropping a device crop (translate() does): an
 // element's address, on the host or the device, is relative to the min corner,
@@ -37,13 +22,6 @@ template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
   return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
 }
 
-bool persistent(const std::string& name) {
-  auto ends = [&](const char* s) {
-    const std::size_t n = std::strlen(s);
-    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
-  };
-  return ends("_cache") || ends("_memory");
-}
 } // namespace
 
 namespace {
@@ -101,22 +79,48 @@ void executor::copy(fbuffer src, fbuffer dst) const {
 // and destroying a dirty one would be an error in Halide's Buffer.
 void executor::written(fbuffer& view) { view.set_device_dirty(false); }
 
+layer_descriptions layer_descriptions::of(const model_config& c) {
+  using dsl::hana::false_c, dsl::hana::true_c;
+  return c.norm_first ? layer_descriptions{layers::flatten(layers::encoder_layer(true_c, c.activation)),
+                                           layers::flatten(layers::decoder_layer(true_c, c.activation))}
+                      : layer_descriptions{layers::flatten(layers::encoder_layer(false_c, c.activation)),
+                                           layers::flatten(layers::decoder_layer(false_c, c.activation))};
+}
+
 executor::executor(const model_config& c, const model_weights& w, device d)
-    : config_(c), weights_(w), device_(d), k_(kernels_of(d)), iface_(interface_of(d)) {
-  const auto enc = c.norm_first ? layers::flatten(layers::encoder_layer(dsl::hana::true_c, c.activation))
-                                : layers::flatten(layers::encoder_layer(dsl::hana::false_c, c.activation));
-  const auto dec = c.norm_first ? layers::flatten(layers::decoder_layer(dsl::hana::true_c, c.activation))
-                                : layers::flatten(layers::decoder_layer(dsl::hana::false_c, c.activation));
+    : executor(c, w, d, layer_descriptions::of(c)) {}
+
+executor::executor(const model_config& c, const model_weights& w, device d, const layer_descriptions& layers)
+    : config_(c), weights_(w), device_(d), iface_(interface_of(d)) {
   for (int l = 0; l < c.num_encoder_layers; ++l)
-    encoder_.push_back(bind(enc, w.encoder[l], "encoder.", false));
+    encoder_.push_back(bind(layers.encoder, w.encoder[l], "encoder layer " + std::to_string(l), false));
   for (int l = 0; l < c.num_decoder_layers; ++l) {
-    plan p = bind(dec, w.decoder[l], "decoder" + std::to_string(l) + ".", true);
-    // Cross-attention keys/values depend on the source only: run once per source.
-    auto kv = std::find_if(p.begin(), p.end(), [](const step& s) { return s.function == fn::kv_projection; });
-    cross_.push_back(*kv);
-    p.erase(kv);
+    plan p = bind(layers.decoder, w.decoder[l], "decoder layer " + std::to_string(l), true);
+    // Steps whose outputs are all per-source depend on the source only: run once per source.
+    auto per_source = [](const step& s) {
+      return std::all_of(s.args.begin(), s.args.end(),
+                         [](const operand& o) { return !o.is_output || o.kind == role::per_source; });
+    };
+    std::copy_if(p.begin(), p.end(), std::back_inserter(cross_), per_source);
+    p.erase(std::remove_if(p.begin(), p.end(), per_source), p.end());
     decoder_.push_back(std::move(p));
   }
+  // The model's top: embeddings, final norm, logits and what decoding reads of them.
+  const halide_type_t f32 = f32_type, i32 = i32_type;
+  embedding_call_ = bind_kernel(d, "embedding",
+                                {input_arg("table", f32, 2), input_arg("ids", i32, 2), scalar_arg("scale", f32),
+                                 scalar_arg("offset", i32), output_arg("out", f32, 3)});
+  final_norm_call_ = bind_kernel(d, "layernorm",
+                                 {input_arg("x", f32, 3), input_arg("gamma", f32, 1), input_arg("beta", f32, 1),
+                                  scalar_arg("eps", f32), output_arg("out", f32, 3)});
+  logits_call_ = bind_kernel(
+      d, "logits", {input_arg("x", f32, 3), input_arg("w", f32, 2), input_arg("b", f32, 1), output_arg("out", f32, 3)});
+  log_softmax_call_ =
+      bind_kernel(d, "log_softmax",
+                  {input_arg("x", f32, 3), input_arg("lengths", i32, 1), scalar_arg("causal", bool_type),
+                   scalar_arg("offset", i32), output_arg("out", f32, 3)});
+  greedy_pick_call_ = bind_kernel(d, "greedy_pick",
+                                  {input_arg("x", f32, 3), output_arg("ids", i32, 2), output_arg("log_probs", f32, 2)});
 }
 
 fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, bool cache) {
@@ -129,56 +133,84 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
   return it->second;
 }
 
+namespace {
+halide_type_t type_of(dsl::dtype t) {
+  return t == dsl::dtype::i32 ? i32_type : t == dsl::dtype::boolean ? bool_type : f32_type;
+}
+} // namespace
+
 executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const layer_tensors& weights,
                               const std::string& scope, bool decoder) {
   plan p;
   for (const auto& s : steps) {
-    static const std::map<std::string, fn> functions{{"qkv_projection", fn::qkv_projection},
-                                                     {"kv_projection", fn::kv_projection},
-                                                     {"q_projection", fn::q_projection},
-                                                     {"attention", fn::attention},
-                                                     {"out_projection", fn::out_projection},
-                                                     {"ffn_relu", fn::ffn_relu},
-                                                     {"ffn_gelu", fn::ffn_gelu},
-                                                     {"layernorm", fn::layernorm}};
-    step st{functions.at(s.function), s.function};
-    for (const auto& [formal, value] : s.scalars) {
-      if (formal == "causal")
-        st.causal = value == "causal";
-      if (formal == "offset")
-        st.offset_is_position = value == "position";
-    }
-    for (const std::string& formal : signatures().at(s.function)) {
-      auto o = std::find_if(s.operands.begin(), s.operands.end(), [&](const auto& x) { return x.formal == formal; });
-      if (o == s.operands.end())
-        throw error("layer description: " + s.function + " lacks operand " + formal);
-      operand op{role::activation};
-      if (auto w = weights.find(o->actual); w != weights.end()) {
-        op.kind = role::weight;
-        op.weight = &w->second;
-      } else if (o->actual == "src_lengths" || o->actual == "tgt_lengths") {
-        op.kind = role::lengths;
-        op.lengths = o->actual == "src_lengths" ? &src_lengths_ : &tgt_lengths_;
-      } else {
-        const bool cache = decoder && o->actual.size() > 6 && o->actual.compare(o->actual.size() - 6, 6, "_cache") == 0;
-        const bool keep = decoder && persistent(o->actual);
-        op.kind = cache ? (o->is_output ? role::cache_write : role::cache_read) : role::activation;
-        // Keys: per phase ("encoder.", "decoder."), and per decoder layer for what
-        // persists across steps (caches, cross-attention keys and values).
-        op.act =
-            &activation((keep ? scope : std::string(decoder ? "decoder." : "encoder.")) + o->actual, o->dims, cache);
-        for (std::size_t d = 0; d < o->dims.size(); ++d) {
-          if (o->dims[d] == "src" || o->dims[d] == "tgt")
-            op.seq_dim = int(d), op.seq_is_tgt = o->dims[d] == "tgt";
-          if (o->dims[d] == "batch")
-            op.batch_dim = int(d);
-        }
+    const std::string where = scope + ", " + s.function;
+    if (s.operands.size() > max_step_args)
+      throw error(where + ": more than " + std::to_string(max_step_args) + " operands");
+    step st;
+    std::vector<arg_spec> specs;
+    for (const auto& o : s.operands) {
+      try {
+        st.args.push_back(bind_operand(o, weights, scope, decoder));
+      } catch (const error& e) {
+        throw error(where + ", argument '" + o.formal + "': " + e.what());
       }
-      st.args.push_back(op);
+      const int rank = int(o.dims.size());
+      specs.push_back(rank == 0     ? scalar_arg(o.formal, type_of(o.type))
+                      : o.is_output ? output_arg(o.formal, type_of(o.type), rank)
+                                    : input_arg(o.formal, type_of(o.type), rank));
+    }
+    try {
+      st.call = bind_kernel(device_, s.function, specs);
+    } catch (const error& e) {
+      throw error(scope + ": " + e.what());
     }
     p.push_back(std::move(st));
   }
   return p;
+}
+
+executor::operand executor::bind_operand(const layers::flat_operand& o, const layer_tensors& weights,
+                                         const std::string& scope, bool decoder) {
+  operand op{o.kind, o.is_output, type_of(o.type)};
+  switch (o.kind) {
+  case role::weight: {
+    auto w = weights.find(o.actual);
+    if (w == weights.end())
+      throw error("the model has no weight '" + o.actual + "' in " + scope);
+    op.weight = &w->second;
+    return op;
+  }
+  case role::lengths:
+    if (o.actual != "src_lengths" && o.actual != "tgt_lengths")
+      throw error("unknown lengths '" + o.actual + "' (src_lengths or tgt_lengths)");
+    op.lengths = o.actual == "src_lengths" ? &src_lengths_ : &tgt_lengths_;
+    return op;
+  case role::constant:
+    op.value = o.value;
+    return op;
+  case role::position:
+  case role::layer_norm_eps:
+    return op;
+  case role::cache:
+  case role::per_source:
+    if (!decoder)
+      throw error("'" + o.actual + "': only decoder layers keep caches and per-source tensors");
+    break;
+  case role::activation:
+    break;
+  }
+  // Keys: per phase ("encoder.", "decoder."), and per decoder layer for what
+  // persists across steps (caches, cross-attention keys and values).
+  const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
+  op.act = &activation((per_layer ? scope + "." : std::string(decoder ? "decoder." : "encoder.")) + o.actual, o.dims,
+                       o.kind == role::cache);
+  for (std::size_t d = 0; d < o.dims.size(); ++d) {
+    if (o.dims[d] == "src" || o.dims[d] == "tgt")
+      op.seq_dim = int(d), op.seq_is_tgt = o.dims[d] == "tgt";
+    if (o.dims[d] == "batch")
+      op.batch_dim = int(d);
+  }
+  return op;
 }
 
 void executor::reserve(int rows, int src_len, int tgt_len) {
@@ -230,37 +262,42 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
 }
 
 fbuffer executor::view(const operand& o) const {
-  switch (o.kind) {
-  case role::weight:
+  if (o.kind == role::weight)
     return *o.weight;
-  case role::lengths:
-    return {}; // int32: passed separately (see run())
-  case role::activation: {
-    fbuffer b = *o.act;
-    if (o.seq_dim >= 0)
-      b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
-    if (o.batch_dim >= 0)
-      b.crop(o.batch_dim, 0, rows_);
-    return b;
-  }
-  case role::cache_write:
-  case role::cache_read: {
-    // Storage (d_k, heads, position, batch) seen as (d_k, position, heads, batch).
-    const int first = o.kind == role::cache_write ? pos_ : 0;
+  if (o.kind == role::cache) {
+    // Storage (d_k, heads, position, batch) seen as (d_k, position, heads, batch);
+    // a step writes positions pos .. pos + t - 1 and reads 0 .. pos + t - 1.
+    const int first = o.is_output ? pos_ : 0;
     fbuffer b = o.act->cropped(2, first, pos_ + t_ - first).cropped(3, 0, rows_);
     b.transpose(1, 2);
     renumber(b, 1, -first); // kernels want min 0
     return b;
   }
-  }
-  return {};
+  fbuffer b = *o.act; // an activation or per-source tensor
+  if (o.seq_dim >= 0)
+    b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
+  if (o.batch_dim >= 0)
+    b.crop(o.batch_dim, 0, rows_);
+  return b;
+}
+
+executor::scalar_value executor::scalar(const operand& o) const {
+  const double v = o.kind == role::position ? pos_ : o.kind == role::layer_norm_eps ? config_.layer_norm_eps : o.value;
+  scalar_value s{};
+  if (o.type.code == halide_type_float)
+    s.f32 = float(v);
+  else if (o.type.bits == 1)
+    s.boolean = v != 0;
+  else
+    s.i32 = int32_t(v);
+  return s;
 }
 
 // On a GPU, new cache positions (pos > 0) are written to a staging buffer and then
 // copied into the cache: a kernel argument that starts inside an OpenCL buffer is
 // a sub-buffer, whose offset must be aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN, up to
 // 4 KiB), and a position's offset is not. Copies take any offset.
-bool executor::staged(const operand& o) const { return iface_ && o.kind == role::cache_write && pos_ > 0; }
+bool executor::staged(const operand& o) const { return iface_ && o.kind == role::cache && o.is_output && pos_ > 0; }
 
 fbuffer executor::staging(const operand& o) {
   fbuffer& st = staging_[o.act];
@@ -278,49 +315,41 @@ void executor::check(int rc, const char* kernel) const {
                 "): " + halformer_last_error());
 }
 
+namespace {
+bool is_scalar(dsl::layers::role r) {
+  using dsl::layers::role;
+  return r == role::constant || r == role::position || r == role::layer_norm_eps;
+}
+} // namespace
+
 void executor::run(const plan& p) {
   for (const step& s : p) {
-    std::array<fbuffer, 10> a;
-    for (std::size_t i = 0; i < s.args.size(); ++i)
-      if (s.args[i].kind != role::lengths)
-        a[i] = staged(s.args[i]) ? staging(s.args[i]) : view(s.args[i]);
-    int rc = 0;
-    switch (s.function) {
-    case fn::qkv_projection:
-      rc = k_.qkv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
-      break;
-    case fn::kv_projection:
-      rc = k_.kv_projection(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-      break;
-    case fn::q_projection:
-      rc = k_.q_projection(a[0], a[1], a[2], a[3]);
-      break;
-    case fn::attention: {
-      ibuffer lengths = s.args[3].lengths->cropped(0, 0, rows_);
-      rc = k_.attention(a[0], a[1], a[2], lengths, s.causal, s.offset_is_position ? pos_ : 0, a[4]);
-      break;
+    std::array<fbuffer, max_step_args> bufs;
+    std::array<scalar_value, max_step_args> scalars;
+    std::array<void*, max_step_args> args;
+    ibuffer lengths;
+    for (std::size_t i = 0; i < s.args.size(); ++i) {
+      const operand& o = s.args[i];
+      if (o.kind == role::lengths) {
+        lengths = o.lengths->cropped(0, 0, rows_);
+        args[i] = lengths.raw_buffer();
+      } else if (is_scalar(o.kind)) {
+        scalars[i] = scalar(o);
+        args[i] = &scalars[i];
+      } else {
+        bufs[i] = staged(o) ? staging(o) : view(o);
+        args[i] = bufs[i].raw_buffer();
+      }
     }
-    case fn::out_projection:
-      rc = k_.out_projection(a[0], a[1], a[2], a[3], a[4]);
-      break;
-    case fn::ffn_relu:
-      rc = k_.ffn_relu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-      break;
-    case fn::ffn_gelu:
-      rc = k_.ffn_gelu(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
-      break;
-    case fn::layernorm:
-      rc = k_.layernorm(a[0], a[1], a[2], config_.layer_norm_eps, a[3]);
-      break;
-    }
+    const int rc = s.call(args.data());
     if (iface_)
       for (std::size_t i = 0; i < s.args.size(); ++i)
-        if (s.args[i].kind != role::lengths)
-          written(a[i]);
-    check(rc, s.name.c_str());
+        if (bufs[i].raw_buffer()->host || bufs[i].raw_buffer()->device)
+          written(bufs[i]);
+    check(rc, s.call.name().c_str());
     for (std::size_t i = 0; i < s.args.size(); ++i)
       if (staged(s.args[i]))
-        copy(a[i], view(s.args[i])); // the new positions into the cache
+        copy(bufs[i], view(s.args[i])); // the new positions into the cache
   }
 }
 
@@ -332,18 +361,22 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   upload(src_lengths_);
   fbuffer& x = acts_.at("encoder.x");
   fbuffer xv = x.cropped(1, 0, src_).cropped(2, 0, rows_);
-  const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
+  float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
   if (iface_)
     const_cast<ibuffer&>(ids).set_host_dirty(); // a host buffer: its contents go up
-  const int rc = k_.embedding(in(weights_.src_embed), in(ids), scale, 0, xv);
+  int32_t offset = 0;
+  void* embed_args[] = {in(weights_.src_embed), in(ids), &scale, &offset, xv.raw_buffer()};
+  const int rc = embedding_call_(embed_args);
   written(xv);
   check(rc, "embedding (source)");
   for (const plan& p : encoder_)
     run(p);
   fbuffer mv = memory();
   if (config_.final_norm) {
-    const int rc2 =
-        k_.layernorm(xv, in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), config_.layer_norm_eps, mv);
+    float eps = config_.layer_norm_eps;
+    void* norm_args[] = {xv.raw_buffer(), in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), &eps,
+                         mv.raw_buffer()};
+    const int rc2 = final_norm_call_(norm_args);
     written(mv);
     check(rc2, "layernorm (encoder final)");
   } else {
@@ -383,24 +416,30 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   upload(tgt_lengths_);
   fbuffer& y = acts_.at("decoder.y");
   fbuffer yv = y.cropped(1, 0, t_).cropped(2, 0, rows_);
-  const float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
+  float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
   if (iface_)
     const_cast<ibuffer&>(ids).set_host_dirty();
-  int rc = k_.embedding(in(weights_.tgt_embed), in(ids), scale, pos, yv);
+  int32_t offset = pos;
+  void* embed_args[] = {in(weights_.tgt_embed), in(ids), &scale, &offset, yv.raw_buffer()};
+  int rc = embedding_call_(embed_args);
   written(yv);
   check(rc, "embedding (target)");
   for (const plan& p : decoder_)
     run(p);
   fbuffer nv = normed_.cropped(1, 0, t_).cropped(2, 0, rows_);
   if (config_.final_norm) {
-    rc = k_.layernorm(yv, in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), config_.layer_norm_eps, nv);
+    float eps = config_.layer_norm_eps;
+    void* norm_args[] = {yv.raw_buffer(), in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), &eps,
+                         nv.raw_buffer()};
+    rc = final_norm_call_(norm_args);
     written(nv);
     check(rc, "layernorm (decoder final)");
   } else {
     copy(yv, nv);
   }
   fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  rc = k_.logits(nv, in(weights_.generator_w), in(weights_.generator_b), lv);
+  void* logits_args[] = {nv.raw_buffer(), in(weights_.generator_w), in(weights_.generator_b), lv.raw_buffer()};
+  rc = logits_call_(logits_args);
   written(lv);
   check(rc, "logits");
   if (logits_to_host)
@@ -412,7 +451,10 @@ fbuffer executor::log_probs() {
   fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
   fbuffer pv = log_probs_.cropped(1, 0, t_).cropped(2, 0, rows_);
   ibuffer len = vocab_lengths_.cropped(0, 0, rows_);
-  const int rc = k_.log_softmax(lv, len, false, 0, pv);
+  bool causal = false;
+  int32_t offset = 0;
+  void* args[] = {lv.raw_buffer(), len.raw_buffer(), &causal, &offset, pv.raw_buffer()};
+  const int rc = log_softmax_call_(args);
   written(pv);
   check(rc, "log_softmax");
   download(pv);
@@ -425,7 +467,8 @@ void executor::pick(const int*& ids, const float*& log_probs) {
   fbuffer lv = logits_.cropped(1, 0, 1).cropped(2, 0, rows_); // (vocab, 1, rows)
   ibuffer iv = pick_ids_.cropped(1, 0, rows_);
   fbuffer pv = pick_lp_.cropped(1, 0, rows_);
-  const int rc = k_.greedy_pick(lv, iv, pv);
+  void* args[] = {lv.raw_buffer(), iv.raw_buffer(), pv.raw_buffer()};
+  const int rc = greedy_pick_call_(args);
   written(pv);
   if (iface_)
     iv.set_device_dirty(false);

@@ -12,7 +12,8 @@
 // come down, and beam reordering copies cache rows on the device.
 #pragma once
 
-#include "kernel_table.hpp"
+#include "devices.hpp"
+#include "halformer/dsl/layers.hpp"
 #include "weights.hpp"
 
 #include <array>
@@ -20,16 +21,21 @@
 #include <string>
 #include <vector>
 
-namespace halformer::dsl::layers {
-struct flat_step;
-}
-
 namespace halformer {
+
+// The layers a model runs, as the DSL describes them (dsl/layers.hpp).
+struct layer_descriptions {
+  std::vector<dsl::layers::flat_step> encoder, decoder;
+  static layer_descriptions of(const model_config& config);
+};
 
 class executor {
 public:
-  // `weights` must already be on `dev` (upload_weights()).
+  // `weights` must already be on `dev` (upload_weights()). Every step of the
+  // descriptions is bound here: an unknown kernel, a weight the model lacks, or an
+  // argument the description and the kernel do not agree on is an error naming it.
   executor(const model_config& config, const model_weights& weights, device dev = device::cpu);
+  executor(const model_config& config, const model_weights& weights, device dev, const layer_descriptions& layers);
 
   // Sizes every activation buffer and cache for `rows` batch rows, sources of up to
   // `src_len` tokens and `tgt_len` target positions. Allocates only when growing.
@@ -62,37 +68,37 @@ public:
   static void upload_weights(model_weights& w, device dev);
 
 private:
-  enum class fn {
-    qkv_projection,
-    kv_projection,
-    q_projection,
-    attention,
-    out_projection,
-    ffn_relu,
-    ffn_gelu,
-    layernorm
+  using role = dsl::layers::role;
+  union scalar_value {
+    float f32;
+    int32_t i32;
+    bool boolean;
   };
-  enum class role { weight, lengths, activation, cache_write, cache_read };
   struct operand {
     role kind;
+    bool is_output = false;
+    halide_type_t type; // element type (scalars: the value's type)
     const fbuffer* weight = nullptr;
-    fbuffer* act = nullptr;
+    fbuffer* act = nullptr; // activation, cache or per-source tensor
     ibuffer* lengths = nullptr;
+    double value = 0; // role::constant
     int seq_dim = -1; // index of the src/tgt dimension, -1 if none
     bool seq_is_tgt = false;
     int batch_dim = -1;
   };
   struct step {
-    fn function;
-    std::string name;
-    bool causal = false, offset_is_position = false;
-    std::vector<operand> args; // in the kernel function's argument order
+    kernel_call call;
+    std::vector<operand> args; // in the call's (the description's) order
   };
   using plan = std::vector<step>;
+  static constexpr std::size_t max_step_args = 16;
 
   plan bind(const std::vector<dsl::layers::flat_step>& steps, const layer_tensors& weights, const std::string& scope,
             bool decoder);
+  operand bind_operand(const dsl::layers::flat_operand& o, const layer_tensors& weights, const std::string& scope,
+                       bool decoder);
   void run(const plan& p);
+  scalar_value scalar(const operand& o) const;
   fbuffer view(const operand& o) const;
   bool staged(const operand& o) const;
   fbuffer staging(const operand& o);
@@ -107,10 +113,11 @@ private:
   const model_config& config_;
   const model_weights& weights_;
   const device device_;
-  const kernel_table& k_;
+  // The model's top, bound by name (the layers are bound in their plans).
+  kernel_call embedding_call_, final_norm_call_, logits_call_, log_softmax_call_, greedy_pick_call_;
   const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
-  std::vector<step> cross_; // every decoder layer's kv_projection, run once per source
+  plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
   std::map<std::string, fbuffer> acts_;
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::vector<std::string> caches_;

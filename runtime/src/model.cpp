@@ -3,7 +3,7 @@
 #include "beam_search.hpp"
 #include "executor.hpp"
 #include "kernel_memory.hpp"
-#include "kernel_table.hpp"
+#include "devices.hpp"
 
 #include <HalideRuntimeOpenCL.h>
 

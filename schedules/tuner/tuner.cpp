@@ -1,5 +1,7 @@
 #include "tuner.hpp"
 
+#include "halformer/dsl/kernels.hpp"
+
 #include "halformer/error.hpp"
 #include "process.hpp"
 
@@ -82,9 +84,16 @@ std::map<std::string, variant_plan> catalog::variant_plans() const {
 catalog catalog::from_json_files(const std::string& kernels_json, const std::string& spaces_json) {
   catalog c;
   const json kernels = read_json(kernels_json), spaces = read_json(spaces_json);
-  for (const auto& k : kernels)
-    c.kernels.push_back({k.at("name"), k.at("generator"), k.at("knobs"), k.at("params").get<std::vector<std::string>>(),
-                         1, k.value("buckets", std::vector<std::string>{})});
+  // Every kernel is the one generator with kernel=<name>; its schedule is the DSL's.
+  for (const auto& k : kernels) {
+    const std::string name = k.at("name");
+    c.kernels.push_back({name,
+                         "kernel",
+                         std::string(dsl::kernels::interface_of(name).schedule),
+                         {"kernel=" + name},
+                         1,
+                         k.value("buckets", std::vector<std::string>{})});
+  }
   // The CPU schedules' spaces at the top level, the GPU schedules' under "gpu".
   auto read_spaces = [](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs) {
     if (j.contains("_revisions"))

@@ -34,7 +34,7 @@ struct toolchain {
 
 struct kernel_info {
   std::string name, generator, knob_section;
-  std::vector<std::string> params;  // generator params, e.g. activation=relu
+  std::vector<std::string> params;  // generator params: kernel=<name>
   int revision = 1;                 // its schedule's revision (knob_spaces.json)
   std::vector<std::string> buckets; // the shape variants the CPU library builds (database.hpp: bucket_of)
 };

@@ -11,34 +11,38 @@
 using namespace halformer::dsl;
 
 namespace {
-bool is_weight(const std::string& n) {
-  for (const char* suffix : {".weight", ".bias"})
-    if (n.size() > std::strlen(suffix) && n.compare(n.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
-      return true;
-  for (const char* part : {".w_", ".b_"})
-    if (n.find(part) != std::string::npos)
-      return true;
-  return false;
-}
-
 template <class Layer>
 std::vector<std::string> check_flow(const Layer& layer, std::set<std::string> available, const std::string& result) {
   std::vector<std::string> functions;
   bool wrote_result = false;
   layers::walk(layer, [&](const auto& step) {
     functions.push_back(step.function);
-    layers::for_each_operand(step, [&](const std::string& formal, const std::string& actual, bool is_output) {
-      INFO(step.function << ": " << formal << " <- " << actual);
-      if (!is_output)
-        CHECK((available.count(actual) || is_weight(actual)));
+    layers::for_each_operand(step, [&](const auto& op) {
+      INFO(step.function << ": " << op.formal << " <- " << op.actual.name);
+      const bool scalar = op.actual.kind == layers::role::constant || op.actual.kind == layers::role::position ||
+                          op.actual.kind == layers::role::layer_norm_eps;
+      if (!op.is_output && !scalar)
+        CHECK((available.count(op.actual.name) || op.actual.kind == layers::role::weight));
     });
-    layers::for_each_operand(step, [&](const std::string&, const std::string& actual, bool is_output) {
-      if (is_output)
-        available.insert(actual), wrote_result |= actual == result;
+    layers::for_each_operand(step, [&](const auto& op) {
+      if (op.is_output)
+        available.insert(op.actual.name), wrote_result |= op.actual.name == result;
     });
   });
   CHECK(wrote_result);
   return functions;
+}
+
+// Every weight a layer names, with the kernels' argument each feeds.
+template <class Layer> std::set<std::string> weights_of(const Layer& layer) {
+  std::set<std::string> names;
+  layers::walk(layer, [&](const auto& step) {
+    layers::for_each_operand(step, [&](const auto& op) {
+      if (op.actual.kind == layers::role::weight)
+        names.insert(op.actual.name);
+    });
+  });
+  return names;
 }
 } // namespace
 
@@ -62,12 +66,57 @@ TEST_CASE("decoder layers: kernel order and data flow", "[layers]") {
           "attention", "out_projection", "layernorm", "ffn_relu"});
 }
 
-TEST_CASE("attention steps carry their masks", "[layers]") {
-  std::vector<std::string> causal;
+TEST_CASE("attention steps carry their masks as typed scalars", "[layers]") {
+  std::vector<double> causal;
+  std::vector<layers::role> offsets;
   layers::walk(layers::decoder_layer(hana::false_c, "relu"), [&](const auto& step) {
-    for (const auto& [formal, value] : step.scalars)
-      if (formal == "causal")
-        causal.push_back(value);
+    layers::for_each_operand(step, [&](const auto& op) {
+      if (op.formal == "causal") {
+        CHECK(op.actual.kind == layers::role::constant);
+        causal.push_back(op.actual.value);
+      }
+      if (op.formal == "offset")
+        offsets.push_back(op.actual.kind);
+    });
   });
-  CHECK(causal == std::vector<std::string>{"causal", "not_causal"});
+  CHECK(causal == std::vector<double>{1, 0});
+  CHECK(offsets == std::vector<layers::role>{layers::role::position, layers::role::constant});
+}
+
+TEST_CASE("layers name exactly the weights PyTorch's layers have (after repacking)", "[layers]") {
+  using set = std::set<std::string>;
+  const set attention{"w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "w_o", "b_o"};
+  set encoder{"norm1.weight",   "norm1.bias",   "norm2.weight",   "norm2.bias",
+              "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"};
+  set decoder = encoder;
+  decoder.insert({"norm3.weight", "norm3.bias"});
+  for (const auto& a : attention) {
+    encoder.insert("self_attn." + a);
+    decoder.insert("self_attn." + a);
+    decoder.insert("multihead_attn." + a);
+  }
+  CHECK(weights_of(layers::encoder_layer(hana::false_c, "relu")) == encoder);
+  CHECK(weights_of(layers::encoder_layer(hana::true_c, "gelu")) == encoder);
+  CHECK(weights_of(layers::decoder_layer(hana::false_c, "relu")) == decoder);
+  CHECK(weights_of(layers::decoder_layer(hana::true_c, "relu")) == decoder);
+}
+
+TEST_CASE("every kernel's interface comes from its DSL definition", "[layers]") {
+  const auto qkv = kernels::interface_of("qkv_projection");
+  std::vector<std::string> names;
+  for (const auto& a : qkv.inputs)
+    names.push_back(a.name);
+  CHECK(names == std::vector<std::string>{"x", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v"});
+  REQUIRE(qkv.outputs.size() == 3);
+  CHECK(qkv.outputs[1].name == "k");
+  CHECK(qkv.outputs[1].dims == std::vector<std::string>{"d_k", "t", "heads", "batch"});
+  CHECK(qkv.schedule == "head_projection");
+  const auto pick = kernels::interface_of("greedy_pick");
+  CHECK(pick.outputs.at(0).type == dtype::i32);
+  CHECK(pick.outputs.at(1).type == dtype::f32);
+  const auto att = kernels::interface_of("attention");
+  CHECK(att.inputs.at(4).name == "causal");
+  CHECK(att.inputs.at(4).type == dtype::boolean);
+  CHECK(att.inputs.at(4).dims.empty());
+  CHECK_THROWS_WITH(kernels::interface_of("atention"), Catch::Contains("no kernel named 'atention'"));
 }

@@ -7,6 +7,6 @@ int main() {
   kernels::ffn f;
   // x over target positions but the residual over source positions: the kernel's
   // t would stand for both tgt and src.
-  (void)run(f, "ffn_relu", {}, f.x >> ref("y", shape(d_model, tgt, batch)),
-            f.residual >> ref("memory", shape(d_model, src, batch)));
+  (void)run_variant(f, "ffn_relu", f.x >> ref("y", shape(d_model, tgt, batch)),
+                    f.residual >> ref("memory", shape(d_model, src, batch)));
 }

@@ -9,6 +9,7 @@
 #include "halformer/dsl/dims.hpp"
 
 #include <string>
+#include <vector>
 
 namespace halformer::dsl {
 
@@ -37,8 +38,9 @@ struct input {
   std::string name;
   dtype type = dtype::f32;
 };
-struct output { // a kernel's output, as named in its generator (layer wiring only)
+struct output { // a kernel's output, by its name in the kernel's outputs() (layer wiring only)
   std::string name;
+  dtype type = dtype::f32;
 };
 struct param { // a scalar argument (eps, a flag, an offset)
   std::string name;
@@ -76,12 +78,6 @@ struct gather { // embedding rows by token id
   std::string name;
 };
 struct sinusoidal { // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
-  std::string name;
-};
-struct split_heads {
-  std::string name;
-};
-struct merge_heads {
   std::string name;
 };
 struct attention { // softmax(q.k / sqrt(d_k), masked) . v, over all heads and batch rows
@@ -228,20 +224,6 @@ template <class D, class T, Tensor O> auto sinusoidal(std::string name, D d, T t
   return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset));
 }
 
-// ---- heads -------------------------------------------------------------------------
-
-// (d_model, t, batch) -> (d_k, t, heads, batch) with feature i = head * d_k + j.
-template <Tensor X> auto split_heads(std::string name, X x) {
-  static_assert(std::is_same_v<shape_t<X>, decltype(shape(dims::d_model, dims::t, dims::batch))>,
-                "halformer::dsl::split_heads: expects (d_model, t, batch)");
-  return make(op::split_heads{std::move(name)}, shape(dims::d_k, dims::t, dims::heads, dims::batch), std::move(x));
-}
-template <Tensor X> auto merge_heads(std::string name, X x) {
-  static_assert(std::is_same_v<shape_t<X>, decltype(shape(dims::d_k, dims::t, dims::heads, dims::batch))>,
-                "halformer::dsl::merge_heads: expects (d_k, t, heads, batch)");
-  return make(op::merge_heads{std::move(name)}, shape(dims::d_model, dims::t, dims::batch), std::move(x));
-}
-
 // ---- attention -----------------------------------------------------------------------
 
 // Scaled dot-product attention over all heads of a batch:
@@ -274,6 +256,45 @@ template <Tensor X> auto max_log_prob(std::string name, X x) {
   using SX = shape_t<X>;
   static_assert(rank_v<SX> >= 1, "halformer::dsl::max_log_prob: needs a dimension to reduce");
   return make(op::max_log_prob{std::move(name)}, hana::drop_front(SX{}), std::move(x));
+}
+
+// ---- kernel interfaces ----------------------------------------------------------------
+
+// The element type of an expression's values: argmax yields indices, every other
+// operation float32 (inputs and params carry their own).
+template <Tensor E> constexpr dtype result_type(const E& e) {
+  using Op = typename std::decay_t<E>::op_type;
+  if constexpr (std::is_same_v<Op, op::argmax>)
+    return dtype::i32;
+  else if constexpr (std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>)
+    return e.op.type;
+  else
+    return dtype::f32;
+}
+
+// A kernel's output: the argument name of the compiled function, and its value.
+template <Tensor E> struct named_result {
+  std::string name;
+  E value;
+};
+template <Tensor E> named_result<E> result(std::string name, E value) { return {std::move(name), std::move(value)}; }
+
+// One argument of a compiled kernel, with its type erased: what a generator adds
+// as an Input or Output, and what a caller binds by name. No dims: a scalar.
+struct argument {
+  std::string name;
+  dtype type;
+  std::vector<std::string> dims; // innermost first
+};
+template <class Op, class S> argument describe(const tensor<Op, S>& leaf) {
+  static_assert(std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>,
+                "halformer::dsl::describe: a kernel's inputs are input and param leaves");
+  const auto names = dim_names(S{});
+  return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}};
+}
+template <Tensor E> argument describe(const named_result<E>& r) {
+  const auto names = dim_names(shape_t<E>{});
+  return {r.name, result_type(r.value), {names.begin(), names.end()}};
 }
 
 } // namespace halformer::dsl

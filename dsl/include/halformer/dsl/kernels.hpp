@@ -1,12 +1,19 @@
 // Every halformer kernel, written once as a DSL expression over formal operands.
 //
-// A kernel is a struct whose members are its operand leaves (names and shapes are
-// its ABI) and whose algorithm() builds the expression. Generators lower it; layer
-// descriptions (layers.hpp) wire kernels by these signatures; the runtime walks
-// them. Stage names given here are the names schedules refer to.
+// A kernel is a struct whose members are its operand leaves and whose inputs()
+// and outputs() are its whole interface: inputs() lists the input and param
+// leaves in the compiled function's argument order, outputs() names each result
+// (result("q", expr)). The generic generator (generators/kernel_generator.cpp)
+// adds one Halide Input or Output per entry; callers bind arguments by these
+// names through the function's metadata. Stage names given here are the names
+// schedules refer to; `schedule` names the schedule (and its knob-file section).
+//
+// Adding a kernel: a struct here and its entry in `all` below.
 #pragma once
 
 #include "halformer/dsl/expr.hpp"
+
+#include <stdexcept>
 
 namespace halformer::dsl::kernels {
 
@@ -14,7 +21,7 @@ using namespace dims;
 
 // token ids -> table(id) * scale + PE(t + offset)
 struct embedding {
-  static constexpr std::string_view name = "embedding";
+  static constexpr std::string_view name = "embedding", schedule = "embedding";
   decltype(input("table", shape(d_model, vocab))) table = input("table", shape(d_model, vocab));
   decltype(input("ids", shape(t, batch))) ids = input("ids", shape(t, batch), dtype::i32);
   decltype(param("scale")) scale = param("scale");
@@ -24,24 +31,47 @@ struct embedding {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
                          sinusoidal("positions", d_model, t, offset));
   }
+  auto inputs() const { return hana::make_tuple(table, ids, scale, offset); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
 // Q, K and V (or a subset) of x, directly in head layout (d_k, t, heads, batch).
 // Weights are (d_k, heads, d_model): PyTorch's [out][in] rows, transposed once at load.
 struct head_projection {
-  static constexpr std::string_view name = "head_projection";
+  static constexpr std::string_view schedule = "head_projection";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   static auto weight(const std::string& n) { return input(n, shape(d_k, heads, d_model)); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
-  // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>".
+  // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>_proj".
   auto algorithm(const std::string& which) const {
     return linear(which + "_proj", x, weight("w_" + which), bias("b_" + which), shape(d_k, t, heads, batch));
   }
+  auto projection(const std::string& which) const { return result(which, algorithm(which)); }
+};
+// Self-attention's three projections of one input.
+struct qkv_projection : head_projection {
+  static constexpr std::string_view name = "qkv_projection";
+  auto inputs() const {
+    return hana::make_tuple(x, weight("w_q"), weight("w_k"), weight("w_v"), bias("b_q"), bias("b_k"), bias("b_v"));
+  }
+  auto outputs() const { return hana::make_tuple(projection("q"), projection("k"), projection("v")); }
+};
+// Cross-attention keys and values of the encoder output (once per source).
+struct kv_projection : head_projection {
+  static constexpr std::string_view name = "kv_projection";
+  auto inputs() const { return hana::make_tuple(x, weight("w_k"), weight("w_v"), bias("b_k"), bias("b_v")); }
+  auto outputs() const { return hana::make_tuple(projection("k"), projection("v")); }
+};
+// Cross-attention queries.
+struct q_projection : head_projection {
+  static constexpr std::string_view name = "q_projection";
+  auto inputs() const { return hana::make_tuple(x, weight("w_q"), bias("b_q")); }
+  auto outputs() const { return hana::make_tuple(projection("q")); }
 };
 
 struct attention {
-  static constexpr std::string_view name = "attention";
+  static constexpr std::string_view name = "attention", schedule = "attention";
   decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
   decltype(input("k", shape(d_k, tk, heads, batch))) k = input("k", shape(d_k, tk, heads, batch));
   decltype(input("v", shape(d_k, tk, heads, batch))) v = input("v", shape(d_k, tk, heads, batch));
@@ -50,11 +80,13 @@ struct attention {
   decltype(param("offset")) offset = param("offset", dtype::i32);
 
   auto algorithm() const { return dsl::attention("attention", q, k, v, lengths, causal, offset); }
+  auto inputs() const { return hana::make_tuple(q, k, v, lengths, causal, offset); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
 // Merge heads, project, add bias and the residual.
 struct out_projection {
-  static constexpr std::string_view name = "out_projection";
+  static constexpr std::string_view name = "out_projection", schedule = "out_projection";
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
   decltype(input("w", shape(d_model, d_k, heads))) w = input("w", shape(d_model, d_k, heads));
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
@@ -64,11 +96,13 @@ struct out_projection {
     auto proj = contract("proj", a, w, shape(d_model, t, batch));
     return add("residual_add", residual, add_broadcast("biased", proj, b));
   }
+  auto inputs() const { return hana::make_tuple(a, w, b, residual); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
 // residual + W2 act(W1 x + b1) + b2
 struct ffn {
-  static constexpr std::string_view name = "ffn";
+  static constexpr std::string_view schedule = "ffn";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(input("w1", shape(d_ff, d_model))) w1 = input("w1", shape(d_ff, d_model));
@@ -80,50 +114,123 @@ struct ffn {
     auto hidden = activate("hidden_act", act, linear("hidden", x, w1, b1));
     return add("residual_add", residual, linear("proj", hidden, w2, b2));
   }
+  auto inputs() const { return hana::make_tuple(x, residual, w1, b1, w2, b2); }
+};
+struct ffn_relu : ffn {
+  static constexpr std::string_view name = "ffn_relu";
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::relu))); }
+};
+struct ffn_gelu : ffn {
+  static constexpr std::string_view name = "ffn_gelu";
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::gelu))); }
 };
 
-// LayerNorm over d_model, optionally of (x + residual).
+// LayerNorm over d_model.
 struct layernorm {
-  static constexpr std::string_view name = "layernorm";
+  static constexpr std::string_view name = "layernorm", schedule = "layernorm";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(input("gamma", shape(d_model))) gamma = input("gamma", shape(d_model));
   decltype(input("beta", shape(d_model))) beta = input("beta", shape(d_model));
   decltype(param("eps")) eps = param("eps");
 
-  auto algorithm() const { return dsl::layernorm("norm", x, gamma, beta, eps); }
-  auto algorithm_with_residual() const { return dsl::layernorm("norm", add("sum", x, residual), gamma, beta, eps); }
+  auto inputs() const { return hana::make_tuple(x, gamma, beta, eps); }
+  auto outputs() const { return hana::make_tuple(result("out", dsl::layernorm("norm", x, gamma, beta, eps))); }
+};
+// LayerNorm of (x + residual), post-LN's add & norm in one pass.
+struct add_layernorm : layernorm {
+  static constexpr std::string_view name = "add_layernorm";
+  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
+
+  auto inputs() const { return hana::make_tuple(x, residual, gamma, beta, eps); }
+  auto outputs() const {
+    return hana::make_tuple(result("out", dsl::layernorm("norm", add("sum", x, residual), gamma, beta, eps)));
+  }
 };
 
-// Row softmax (or log-softmax) over dim 0 of (tk, t, batch), with the attention masks.
+// Row softmax over dim 0 of (tk, t, batch), with the attention masks.
 struct softmax {
-  static constexpr std::string_view name = "softmax";
+  static constexpr std::string_view name = "softmax", schedule = "softmax";
   decltype(input("x", shape(tk, t, batch))) x = input("x", shape(tk, t, batch));
   decltype(input("lengths", shape(batch))) lengths = input("lengths", shape(batch), dtype::i32);
   decltype(param("causal")) causal = param("causal", dtype::boolean);
   decltype(param("offset")) offset = param("offset", dtype::i32);
 
   auto algorithm(bool log) const { return masked_softmax("softmax", x, lengths, causal, offset, log); }
+  auto inputs() const { return hana::make_tuple(x, lengths, causal, offset); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(false))); }
+};
+// The same masks, log-probabilities (the decoder's scores).
+struct log_softmax : softmax {
+  static constexpr std::string_view name = "log_softmax";
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(true))); }
 };
 
 // Final projection to the target vocabulary.
 struct logits {
-  static constexpr std::string_view name = "logits";
+  static constexpr std::string_view name = "logits", schedule = "logits";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("w", shape(vocab, d_model))) w = input("w", shape(vocab, d_model));
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 
-  auto algorithm() const { return linear("logits", x, w, b); }
+  auto inputs() const { return hana::make_tuple(x, w, b); }
+  auto outputs() const { return hana::make_tuple(result("out", linear("logits", x, w, b))); }
 };
 
 // Greedy decoding's choice per logits row: the best token (ties: the lowest id)
 // and its log-probability, so that only two numbers per row leave the device.
 struct greedy_pick {
-  static constexpr std::string_view name = "greedy_pick";
+  static constexpr std::string_view name = "greedy_pick", schedule = "greedy_pick";
   decltype(input("x", shape(vocab, t, batch))) x = input("x", shape(vocab, t, batch));
 
-  auto ids() const { return argmax("pick_id", x); }
-  auto log_probs() const { return max_log_prob("pick_log_prob", x); }
+  auto inputs() const { return hana::make_tuple(x); }
+  auto outputs() const {
+    return hana::make_tuple(result("ids", argmax("pick_id", x)), result("log_probs", max_log_prob("pick_log_prob", x)));
+  }
 };
+
+// The registry: every kernel the libraries hold, by its struct. The build's kernel
+// list (cmake/HalformerKernels.cmake) names these.
+inline constexpr auto all =
+    hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
+                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick>;
+
+// Calls f(kernel) with the kernel named `name`; an unknown name is an error
+// listing the known ones.
+template <class F> void visit(std::string_view name, F&& f) {
+  bool found = false;
+  std::string known;
+  hana::for_each(all, [&](auto type) {
+    using K = typename decltype(type)::type;
+    known += " " + std::string(K::name);
+    if (!found && K::name == name) {
+      found = true;
+      f(K{});
+    }
+  });
+  if (!found)
+    throw std::invalid_argument("no kernel named '" + std::string(name) + "'; kernels:" + known);
+}
+
+// A kernel's interface with its types erased: arguments in the compiled
+// function's order (inputs, then outputs).
+struct interface {
+  std::string_view name, schedule;
+  std::vector<argument> inputs, outputs;
+};
+template <class K>
+requires requires { K::name; }
+interface interface_of(const K& k) {
+  interface i {
+    K::name, K::schedule, {}, {}
+  };
+  hana::for_each(k.inputs(), [&](const auto& leaf) { i.inputs.push_back(describe(leaf)); });
+  hana::for_each(k.outputs(), [&](const auto& r) { i.outputs.push_back(describe(r)); });
+  return i;
+}
+inline interface interface_of(std::string_view name) {
+  interface i;
+  visit(name, [&](const auto& k) { i = interface_of(k); });
+  return i;
+}
 
 } // namespace halformer::dsl::kernels

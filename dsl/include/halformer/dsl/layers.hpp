@@ -18,14 +18,37 @@ namespace halformer::dsl::layers {
 
 using namespace dims;
 
-// A tensor of the model: activations by name, weights by their state_dict suffix.
+// What a step's operand is, so the runtime never guesses from a name:
+enum class role {
+  activation,     // a tensor of the current phase (encoder or decoder), sized per call
+  weight,         // a model weight, by its name relative to the layer; missing is a load error
+  cache,          // a self-attention K/V cache: grows by t positions per decode step
+  per_source,     // computed once per source and kept per layer (cross-attention K/V)
+  lengths,        // per batch row: source or target lengths (int32)
+  constant,       // a scalar fixed by the description (causal, offset 0)
+  position,       // a scalar: the first position of this decode call
+  layer_norm_eps, // a scalar: the model configuration's LayerNorm epsilon
+};
+
+// A tensor (or scalar) of the model, with its role.
 template <class S> struct tensor_ref {
   using shape_type = S;
   std::string name;
+  role kind = role::activation;
+  double value = 0; // role::constant
 };
-template <class S> tensor_ref<S> ref(std::string name, S) { return {std::move(name)}; }
+template <class S> tensor_ref<S> ref(std::string name, S) { return {std::move(name), role::activation}; }
+template <class S> tensor_ref<S> weight(std::string name, S) { return {std::move(name), role::weight}; }
+template <class S> tensor_ref<S> cache(std::string name, S) { return {std::move(name), role::cache}; }
+template <class S> tensor_ref<S> per_source(std::string name, S) { return {std::move(name), role::per_source}; }
+inline auto lengths(std::string name) { return tensor_ref<decltype(shape(batch))>{std::move(name), role::lengths}; }
+using scalar_ref = tensor_ref<hana::tuple<>>;
+inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
+inline scalar_ref position() { return {"position", role::position}; }
+inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
 
-// One operand: the kernel's formal leaf name and the actual tensor.
+// One operand: the kernel's formal leaf (its argument name and element type) and
+// the actual tensor.
 template <class Formal, class Actual> struct operand {
   using formal_shape = shape_t<Formal>;
   using actual_shape = typename Actual::shape_type;
@@ -33,10 +56,11 @@ template <class Formal, class Actual> struct operand {
                 "halformer::dsl::layers: an operand's rank differs from the kernel's");
   static constexpr bool is_output = std::is_same_v<typename Formal::op_type, op::output>;
   std::string formal;
-  std::string actual;
+  dtype type;
+  Actual actual;
 };
 template <class Formal, class S> auto operator>>(const Formal& f, const tensor_ref<S>& a) {
-  return operand<Formal, tensor_ref<S>>{f.op.name, a.name};
+  return operand<Formal, tensor_ref<S>>{f.op.name, f.op.type, a};
 }
 // (formal dim, actual dim) pairs of one operand.
 template <class Op> constexpr auto dim_pairs() {
@@ -57,14 +81,15 @@ template <class... Ops> constexpr bool unifies() {
 template <class... Ops> struct step {
   static_assert(unifies<Ops...>(), "halformer::dsl::layers: inconsistent wiring: one of the kernel's dimensions "
                                    "would stand for two different model dimensions");
-  std::string_view kernel;                                  // kernels::X::name
-  std::string function;                                     // the AOT function (hf_<function>), e.g. the ffn variant
-  std::vector<std::pair<std::string, std::string>> scalars; // formal -> runtime value name
+  std::string function; // the kernel (kernels::X::name), e.g. ffn_relu
   hana::tuple<Ops...> operands;
 };
-template <class Kernel, class... Ops>
-auto run(const Kernel&, std::string function, std::vector<std::pair<std::string, std::string>> scalars, Ops... ops) {
-  return step<Ops...>{Kernel::name, std::move(function), std::move(scalars), hana::make_tuple(std::move(ops)...)};
+template <class Kernel, class... Ops> auto run(const Kernel&, Ops... ops) {
+  return step<Ops...>{std::string(Kernel::name), hana::make_tuple(std::move(ops)...)};
+}
+// A kernel chosen at run time among variants of one interface (ffn_relu, ffn_gelu).
+template <class Kernel, class... Ops> auto run_variant(const Kernel&, std::string function, Ops... ops) {
+  return step<Ops...>{std::move(function), hana::make_tuple(std::move(ops)...)};
 }
 
 // Output leaves of the kernels (formal), named as in the generators.
@@ -73,45 +98,54 @@ inline auto head_layout(const std::string& n) { return make(op::output{n}, shape
 inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
 } // namespace out
 
-enum class sublayer { self_attention, cross_attention, feed_forward };
+// LayerNorm of x (d_model, T, batch) into y with the weights <norm>.weight / .bias.
+template <class T> auto norm_step(T seq, const std::string& norm_weights, const std::string& x, const std::string& y) {
+  kernels::layernorm ln;
+  return run(ln, ln.x >> ref(x, shape(d_model, seq, batch)),
+             ln.gamma >> weight(norm_weights + ".weight", shape(d_model)),
+             ln.beta >> weight(norm_weights + ".bias", shape(d_model)), ln.eps >> layer_norm_eps(),
+             out::model_layout("out") >> ref(y, shape(d_model, seq, batch)));
+}
+
+// Attention's output projection with the residual: summed = x + context W_o + b_o.
+template <class T>
+auto out_projection_step(T seq, const std::string& prefix, const std::string& context, const std::string& x,
+                         const std::string& summed) {
+  kernels::out_projection op;
+  return run(op, op.a >> ref(context, shape(d_k, seq, heads, batch)),
+             op.w >> weight(prefix + "w_o", shape(d_model, d_k, heads)), op.b >> weight(prefix + "b_o", shape(d_model)),
+             op.residual >> ref(x, shape(d_model, seq, batch)),
+             out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
+}
 
 // The self-attention block on x (d_model, T, batch) with T = src or tgt; the
 // residual-added result is named `y`. Post-LN: y = norm(x + attn(x));
-// pre-LN: y = x + attn(norm(x)).
+// pre-LN: y = x + attn(norm(x)). Keys and values go to the layer's caches.
 template <class T, class NormFirst>
 auto self_attention(T seq, NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
                     const std::string& x, const std::string& y, bool causal) {
-  kernels::head_projection hp;
+  kernels::qkv_projection hp;
   kernels::attention at;
-  kernels::out_projection op;
-  kernels::layernorm ln;
-  const auto model = ref(x, shape(d_model, seq, batch));
-  const auto normed = ref(prefix + "normed_in", shape(d_model, seq, batch));
+  const std::string normed = prefix + "normed_in", summed = norm_first ? y : prefix + "sum";
   const auto heads_ = [&](const std::string& n) { return ref(prefix + n, shape(d_k, seq, heads, batch)); };
-  const auto w = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
-  const auto b = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads)); };
-  const auto attn_in = norm_first ? normed : model;
-  const std::string mask = causal ? "causal" : "not_causal";
-  auto qkv = run(hp, "qkv_projection", {}, hp.x >> attn_in, hp.weight("w_q") >> w("w_q"), hp.weight("w_k") >> w("w_k"),
-                 hp.weight("w_v") >> w("w_v"), hp.bias("b_q") >> b("b_q"), hp.bias("b_k") >> b("b_k"),
-                 hp.bias("b_v") >> b("b_v"), out::head_layout("q") >> heads_("q"),
-                 out::head_layout("k") >> heads_("k_cache"), out::head_layout("v") >> heads_("v_cache"));
-  auto att =
-      run(at, "attention", {{"causal", mask}, {"offset", "position"}}, at.q >> heads_("q"), at.k >> heads_("k_cache"),
-          at.v >> heads_("v_cache"), at.lengths >> ref(causal ? "tgt_lengths" : "src_lengths", shape(batch)),
-          out::head_layout("out") >> heads_("context"));
-  const auto summed = ref(norm_first ? y : prefix + "sum", shape(d_model, seq, batch));
-  auto proj =
-      run(op, "out_projection", {}, op.a >> heads_("context"), op.w >> ref(prefix + "w_o", shape(d_model, d_k, heads)),
-          op.b >> ref(prefix + "b_o", shape(d_model)), op.residual >> model, out::model_layout("out") >> summed);
-  auto norm = run(ln, "layernorm", {{"eps", "layer_norm_eps"}}, ln.x >> (norm_first ? model : summed),
-                  ln.gamma >> ref(norm_weights + ".weight", shape(d_model)),
-                  ln.beta >> ref(norm_weights + ".bias", shape(d_model)),
-                  out::model_layout("out") >> (norm_first ? normed : ref(y, shape(d_model, seq, batch))));
+  // Causal self-attention decodes step by step: its keys and values are caches.
+  const auto kv = [&](const std::string& n) {
+    return causal ? cache(prefix + n, shape(d_k, seq, heads, batch)) : ref(prefix + n, shape(d_k, seq, heads, batch));
+  };
+  const auto w = [&](const std::string& n) { return weight(prefix + n, shape(d_k, heads, d_model)); };
+  const auto b = [&](const std::string& n) { return weight(prefix + n, shape(d_k, heads)); };
+  auto qkv = run(hp, hp.x >> ref(norm_first ? normed : x, shape(d_model, seq, batch)), hp.weight("w_q") >> w("w_q"),
+                 hp.weight("w_k") >> w("w_k"), hp.weight("w_v") >> w("w_v"), hp.bias("b_q") >> b("b_q"),
+                 hp.bias("b_k") >> b("b_k"), hp.bias("b_v") >> b("b_v"), out::head_layout("q") >> heads_("q"),
+                 out::head_layout("k") >> kv("k_cache"), out::head_layout("v") >> kv("v_cache"));
+  auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
+                 at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
+                 at.offset >> position(), out::head_layout("out") >> heads_("context"));
+  auto proj = out_projection_step(seq, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
-    return hana::make_tuple(norm, qkv, att, proj);
+    return hana::make_tuple(norm_step(seq, norm_weights, x, normed), qkv, att, proj);
   else
-    return hana::make_tuple(qkv, att, proj, norm);
+    return hana::make_tuple(qkv, att, proj, norm_step(seq, norm_weights, summed, y));
 }
 
 // Cross-attention of decoder states x (d_model, tgt, batch) over the encoder memory
@@ -119,38 +153,28 @@ auto self_attention(T seq, NormFirst norm_first, const std::string& prefix, cons
 template <class NormFirst>
 auto cross_attention(NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
                      const std::string& x, const std::string& y) {
-  kernels::head_projection hp;
+  kernels::kv_projection kvp;
+  kernels::q_projection qp;
   kernels::attention at;
-  kernels::out_projection op;
-  kernels::layernorm ln;
-  const auto model = ref(x, shape(d_model, tgt, batch));
-  const auto normed = ref(prefix + "normed_in", shape(d_model, tgt, batch));
-  const auto memory = ref("memory", shape(d_model, src, batch));
-  const auto w = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads, d_model)); };
-  const auto b = [&](const std::string& n) { return ref(prefix + n, shape(d_k, heads)); };
+  const std::string normed = prefix + "normed_in", summed = norm_first ? y : prefix + "sum";
+  const auto w = [&](const std::string& n) { return weight(prefix + n, shape(d_k, heads, d_model)); };
+  const auto b = [&](const std::string& n) { return weight(prefix + n, shape(d_k, heads)); };
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
-  const auto k = ref(prefix + "k_memory", shape(d_k, src, heads, batch));
-  const auto v = ref(prefix + "v_memory", shape(d_k, src, heads, batch));
-  const auto context = ref(prefix + "context", shape(d_k, tgt, heads, batch));
-  auto kv = run(hp, "kv_projection", {}, hp.x >> memory, hp.weight("w_k") >> w("w_k"), hp.weight("w_v") >> w("w_v"),
-                hp.bias("b_k") >> b("b_k"), hp.bias("b_v") >> b("b_v"), out::head_layout("k") >> k,
-                out::head_layout("v") >> v);
-  auto qp = run(hp, "q_projection", {}, hp.x >> (norm_first ? normed : model), hp.weight("w_q") >> w("w_q"),
-                hp.bias("b_q") >> b("b_q"), out::head_layout("q") >> q);
-  auto att = run(at, "attention", {{"causal", "not_causal"}, {"offset", "zero"}}, at.q >> q, at.k >> k, at.v >> v,
-                 at.lengths >> ref("src_lengths", shape(batch)), out::head_layout("out") >> context);
-  const auto summed = ref(norm_first ? y : prefix + "sum", shape(d_model, tgt, batch));
-  auto proj =
-      run(op, "out_projection", {}, op.a >> context, op.w >> ref(prefix + "w_o", shape(d_model, d_k, heads)),
-          op.b >> ref(prefix + "b_o", shape(d_model)), op.residual >> model, out::model_layout("out") >> summed);
-  auto norm = run(ln, "layernorm", {{"eps", "layer_norm_eps"}}, ln.x >> (norm_first ? model : summed),
-                  ln.gamma >> ref(norm_weights + ".weight", shape(d_model)),
-                  ln.beta >> ref(norm_weights + ".bias", shape(d_model)),
-                  out::model_layout("out") >> (norm_first ? normed : ref(y, shape(d_model, tgt, batch))));
+  const auto k = per_source(prefix + "k_memory", shape(d_k, src, heads, batch));
+  const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
+  auto kv = run(kvp, kvp.x >> ref("memory", shape(d_model, src, batch)), kvp.weight("w_k") >> w("w_k"),
+                kvp.weight("w_v") >> w("w_v"), kvp.bias("b_k") >> b("b_k"), kvp.bias("b_v") >> b("b_v"),
+                out::head_layout("k") >> k, out::head_layout("v") >> v);
+  auto qs = run(qp, qp.x >> ref(norm_first ? normed : x, shape(d_model, tgt, batch)), qp.weight("w_q") >> w("w_q"),
+                qp.bias("b_q") >> b("b_q"), out::head_layout("q") >> q);
+  auto att =
+      run(at, at.q >> q, at.k >> k, at.v >> v, at.lengths >> lengths("src_lengths"), at.causal >> constant(false),
+          at.offset >> constant(0), out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
+  auto proj = out_projection_step(tgt, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
-    return hana::make_tuple(kv, norm, qp, att, proj);
+    return hana::make_tuple(kv, norm_step(tgt, norm_weights, x, normed), qs, att, proj);
   else
-    return hana::make_tuple(kv, qp, att, proj, norm);
+    return hana::make_tuple(kv, qs, att, proj, norm_step(tgt, norm_weights, summed, y));
 }
 
 // FFN block: post-LN y = norm(x + ffn(x)); pre-LN y = x + ffn(norm(x)).
@@ -158,22 +182,17 @@ template <class T, class NormFirst>
 auto feed_forward(T seq, NormFirst norm_first, const std::string& prefix, const std::string& norm_weights,
                   const std::string& x, const std::string& y, const std::string& activation) {
   kernels::ffn f;
-  kernels::layernorm ln;
+  const std::string normed = prefix + "normed_in", summed = norm_first ? y : prefix + "sum";
   const auto model = ref(x, shape(d_model, seq, batch));
-  const auto normed = ref(prefix + "normed_in", shape(d_model, seq, batch));
-  const auto summed = ref(norm_first ? y : prefix + "sum", shape(d_model, seq, batch));
-  auto ffn = run(f, "ffn_" + activation, {}, f.x >> (norm_first ? normed : model), f.residual >> model,
-                 f.w1 >> ref("linear1.weight", shape(d_ff, d_model)), f.b1 >> ref("linear1.bias", shape(d_ff)),
-                 f.w2 >> ref("linear2.weight", shape(d_model, d_ff)), f.b2 >> ref("linear2.bias", shape(d_model)),
-                 out::model_layout("out") >> summed);
-  auto norm = run(ln, "layernorm", {{"eps", "layer_norm_eps"}}, ln.x >> (norm_first ? model : summed),
-                  ln.gamma >> ref(norm_weights + ".weight", shape(d_model)),
-                  ln.beta >> ref(norm_weights + ".bias", shape(d_model)),
-                  out::model_layout("out") >> (norm_first ? normed : ref(y, shape(d_model, seq, batch))));
+  auto ffn = run_variant(
+      f, "ffn_" + activation, f.x >> ref(norm_first ? normed : x, shape(d_model, seq, batch)), f.residual >> model,
+      f.w1 >> weight("linear1.weight", shape(d_ff, d_model)), f.b1 >> weight("linear1.bias", shape(d_ff)),
+      f.w2 >> weight("linear2.weight", shape(d_model, d_ff)), f.b2 >> weight("linear2.bias", shape(d_model)),
+      out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
   if constexpr (decltype(norm_first)::value)
-    return hana::make_tuple(norm, ffn);
+    return hana::make_tuple(norm_step(seq, norm_weights, x, normed), ffn);
   else
-    return hana::make_tuple(ffn, norm);
+    return hana::make_tuple(ffn, norm_step(seq, norm_weights, summed, y));
 }
 
 // One encoder layer: "x" -> "x" (in place by name; the runtime double-buffers).
@@ -197,30 +216,37 @@ template <class NormFirst> auto decoder_layer(NormFirst norm_first, const std::s
 // Calls f(step) for each step in order.
 template <class Layer, class F> void walk(const Layer& layer, F&& f) { hana::for_each(layer, f); }
 
-// Calls f(formal, actual, is_output) for each tensor operand of a step.
-template <class Step, class F> void for_each_operand(const Step& s, F&& f) {
-  hana::for_each(s.operands, [&](const auto& op) { f(op.formal, op.actual, op.is_output); });
-}
+// Calls f(operand) for each operand of a step (formal, type, actual, is_output).
+template <class Step, class F> void for_each_operand(const Step& s, F&& f) { hana::for_each(s.operands, f); }
 
 // A step with its types erased, for runtimes that plan kernel calls once.
 struct flat_operand {
-  std::string formal, actual;
+  std::string formal; // the kernel's argument name
+  dtype type;         // its element type
   bool is_output;
+  std::string actual;
+  role kind;
+  double value;                  // role::constant
   std::vector<std::string> dims; // the actual tensor's dimension symbols, innermost first
 };
 struct flat_step {
-  std::string kernel, function;
-  std::vector<std::pair<std::string, std::string>> scalars;
+  std::string function;
   std::vector<flat_operand> operands;
 };
 template <class Layer> std::vector<flat_step> flatten(const Layer& layer) {
   std::vector<flat_step> out;
   walk(layer, [&](const auto& s) {
-    flat_step f{std::string(s.kernel), s.function, s.scalars, {}};
+    flat_step f{s.function, {}};
     hana::for_each(s.operands, [&](const auto& op) {
       using Op = std::decay_t<decltype(op)>;
       const auto names = dim_names(typename Op::actual_shape{});
-      f.operands.push_back({op.formal, op.actual, Op::is_output, {names.begin(), names.end()}});
+      f.operands.push_back({op.formal,
+                            op.type,
+                            Op::is_output,
+                            op.actual.name,
+                            op.actual.kind,
+                            op.actual.value,
+                            {names.begin(), names.end()}});
     });
     out.push_back(std::move(f));
   });

@@ -41,9 +41,14 @@ public:
   requires requires(Buffer& b) { b.dim(0); }
   void bind(const tensor<Op, S>& leaf, Buffer& buf) {
     static_assert(std::is_same_v<Op, op::input>, "bind: only input leaves bind to buffers");
-    const auto names = dim_names(S{});
+    bind_buffer(describe(leaf), buf);
+  }
+
+  // A buffer input by its description (name and dimension symbols).
+  template <class Buffer> void bind_buffer(const argument& leaf, Buffer& buf) {
+    const auto& names = leaf.dims;
     if (buf.dimensions() != static_cast<int>(names.size()))
-      throw std::logic_error("bind " + leaf.op.name + ": rank mismatch");
+      throw std::logic_error("bind " + leaf.name + ": rank mismatch");
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string dim{names[i]};
       buf.dim(i).set_min(0);
@@ -54,7 +59,7 @@ public:
       else
         extents_[dim] = buf.dim(i).extent();
     }
-    inputs_[leaf.op.name] = lowered{Halide::Func(buf), {names.begin(), names.end()}};
+    inputs_[leaf.name] = lowered{Halide::Func(buf), names};
   }
 
   // A scalar generator Input: bound, and given an estimate when autoscheduling.
@@ -70,8 +75,9 @@ public:
 
   template <class Op> void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::Expr value) {
     static_assert(std::is_same_v<Op, op::param>, "bind: scalars bind to param leaves");
-    scalars_[leaf.op.name] = std::move(value);
+    bind_scalar(leaf.op.name, std::move(value));
   }
+  void bind_scalar(const std::string& name, Halide::Expr value) { scalars_[name] = std::move(value); }
 
   // Constrains an output buffer to the extents of its dimension symbols.
   template <class S, class Buffer> void bind_output(S, Buffer& out) {
@@ -293,18 +299,6 @@ private:
     Halide::Expr freq = Halide::exp(pair * float(-std::log(10000.0)) / Halide::cast<float>(extent(r.dims[0])));
     Halide::Expr angle = pos * freq;
     r.f(d, t) = Halide::select(d % 2 == 0, Halide::sin(angle), Halide::cos(angle));
-  }
-
-  template <class Args> void build(const op::split_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
-    Halide::Var j = var("d_k"), t = var("t"), h = var("heads"), b = var("batch");
-    r.f(j, t, h, b) = a[0].f(j + h * extent("d_k"), t, b);
-  }
-  template <class Args> void build(const op::merge_heads&, lowered& r, std::vector<lowered>& a, const Args&) {
-    Halide::Var i = var("d_model"), t = var("t"), b = var("batch");
-    Halide::Expr dk = extent("d_k");
-    if (!has_extent("d_model"))
-      extents_["d_model"] = dk * extent("heads");
-    r.f(i, t, b) = a[0].f(i % dk, t, i / dk, b);
   }
 
   // A scan in index order keeping (index, value) of the best so far; ties keep the

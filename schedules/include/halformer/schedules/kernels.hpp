@@ -20,68 +20,82 @@ namespace halformer::schedules {
 enum class family { cpu, gpu };
 inline family family_of(const Halide::Target& t) { return t.has_gpu_feature() ? family::gpu : family::cpu; }
 
+// A kernel's output Func and the DSL stage it holds (the top of its expression).
+struct output {
+  std::string stage;
+  Halide::Func func;
+};
+using schedule_fn = void (*)(const dsl::lowering&, const std::vector<output>&, const Halide::Target&,
+                             const knob_values&);
+
 struct section_info {
   std::vector<knob_decl> knobs;
   int revision;
+  schedule_fn apply;
 };
 
-// Knob-file sections and the schedules behind them, per family.
+namespace detail {
+inline std::vector<std::pair<std::string, Halide::Func>> stages_of(const std::vector<output>& outs) {
+  std::vector<std::pair<std::string, Halide::Func>> pairs;
+  for (const auto& o : outs)
+    pairs.emplace_back(o.stage, o.func);
+  return pairs;
+}
+// Adapts a schedule of one output Func to schedule_fn.
+template <auto F>
+void one_cpu(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+  F(c, o.at(0).func, t, k);
+}
+template <auto F>
+void one_gpu(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
+  F(c, o.at(0).func, k);
+}
+} // namespace detail
+
+// Knob-file sections and the schedules behind them, per family. A kernel's
+// `schedule` (dsl/kernels.hpp) names its section.
 inline const std::map<std::string, section_info>& sections(family f) {
+  using namespace detail;
   static const std::map<std::string, section_info> cpu_sections{
-      {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision}},
-      {"head_projection", {cpu::gemm_knobs(), cpu::gemm_revision}},
-      {"attention", {cpu::attention_knobs(), cpu::attention_revision}},
-      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision}},
-      {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision}},
-      {"layernorm", {cpu::row_knobs(), cpu::row_revision}},
-      {"softmax", {cpu::row_knobs(), cpu::row_revision}},
-      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision}},
-      {"greedy_pick", {cpu::pick_knobs(), cpu::row_revision}}};
+      {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision, one_cpu<cpu::embedding>}},
+      {"head_projection",
+       {cpu::gemm_knobs(), cpu::gemm_revision,
+        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+          cpu::head_projection(c, stages_of(o), t, k);
+        }}},
+      {"attention", {cpu::attention_knobs(), cpu::attention_revision, one_cpu<cpu::attention>}},
+      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision, one_cpu<cpu::out_projection>}},
+      {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision, one_cpu<cpu::ffn>}},
+      {"layernorm", {cpu::row_knobs(), cpu::row_revision, one_cpu<cpu::layernorm>}},
+      {"softmax", {cpu::row_knobs(), cpu::row_revision, one_cpu<cpu::softmax>}},
+      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision, one_cpu<cpu::logits>}},
+      {"greedy_pick",
+       {cpu::pick_knobs(), cpu::row_revision,
+        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+          cpu::greedy_pick(c, o.at(0).func, o.at(1).func, t, k);
+        }}}};
   static const std::map<std::string, section_info> gpu_sections{
-      {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision}},
-      {"head_projection", {gpu::gemm_knobs(), gpu::gemm_revision}},
-      {"attention", {gpu::attention_knobs(), gpu::attention_revision}},
-      {"out_projection", {gpu::gemm_knobs(), gpu::gemm_revision}},
-      {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision}},
-      {"layernorm", {gpu::row_knobs(), gpu::row_revision}},
-      {"softmax", {gpu::row_knobs(), gpu::row_revision}},
-      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision}},
-      {"greedy_pick", {gpu::pick_knobs(), gpu::row_revision}}};
+      {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision, one_gpu<gpu::embedding>}},
+      {"head_projection",
+       {gpu::gemm_knobs(), gpu::gemm_revision,
+        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
+          gpu::head_projection(c, stages_of(o), k);
+        }}},
+      {"attention", {gpu::attention_knobs(), gpu::attention_revision, one_gpu<gpu::attention>}},
+      {"out_projection", {gpu::gemm_knobs(), gpu::gemm_revision, one_gpu<gpu::out_projection>}},
+      {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision, one_gpu<gpu::ffn>}},
+      {"layernorm", {gpu::row_knobs(), gpu::row_revision, one_gpu<gpu::layernorm>}},
+      {"softmax", {gpu::row_knobs(), gpu::row_revision, one_gpu<gpu::softmax>}},
+      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision, one_gpu<gpu::logits>}},
+      {"greedy_pick",
+       {gpu::pick_knobs(), gpu::row_revision,
+        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
+          gpu::greedy_pick(c, o.at(0).func, o.at(1).func, k);
+        }}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {
   return sections(family_of(t)).at(section).knobs;
-}
-
-inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::embedding(ctx, out, k) : cpu::embedding(ctx, out, t, k);
-}
-inline void head_projection(const dsl::lowering& ctx, const std::vector<std::pair<std::string, Halide::Func>>& outs,
-                            const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::head_projection(ctx, outs, k) : cpu::head_projection(ctx, outs, t, k);
-}
-inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::attention(ctx, out, k) : cpu::attention(ctx, out, t, k);
-}
-inline void out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::out_projection(ctx, out, k) : cpu::out_projection(ctx, out, t, k);
-}
-inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::ffn(ctx, out, k) : cpu::ffn(ctx, out, t, k);
-}
-inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::layernorm(ctx, out, k) : cpu::layernorm(ctx, out, t, k);
-}
-inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::softmax(ctx, out, k) : cpu::softmax(ctx, out, t, k);
-}
-inline void logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& t, const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::logits(ctx, out, k) : cpu::logits(ctx, out, t, k);
-}
-
-inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs, const Halide::Target& t,
-                        const knob_values& k) {
-  family_of(t) == family::gpu ? gpu::greedy_pick(ctx, ids, log_probs, k) : cpu::greedy_pick(ctx, ids, log_probs, t, k);
 }
 
 } // namespace halformer::schedules

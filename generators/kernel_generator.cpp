@@ -1,0 +1,131 @@
+// The one generator: any kernel of dsl/kernels.hpp, chosen by `kernel=<name>`.
+//
+// configure() adds one Halide Input per entry of the kernel's inputs() and one
+// Output per entry of its outputs(), in that order, with their element types and
+// ranks (as Halide's test/generator/configure_generator.cpp does), so the DSL is
+// the only place an interface is written and the compiled function's arguments
+// carry the DSL's names (its *_metadata() says so to every caller). generate()
+// binds them and lowers the algorithm; schedule() applies the kernel's schedule
+// with the knob values for the target (generators never contain schedule code).
+#include "halformer/dsl/kernels.hpp"
+#include "halformer/dsl/lower.hpp"
+#include "halformer/schedules/kernels.hpp"
+
+#include <Halide.h>
+
+namespace halformer::generators {
+
+namespace {
+Halide::Type halide_type(dsl::dtype t) {
+  switch (t) {
+  case dsl::dtype::f32:
+    return Halide::Float(32);
+  case dsl::dtype::i32:
+    return Halide::Int(32);
+  case dsl::dtype::boolean:
+    return Halide::Bool();
+  }
+  return {};
+}
+} // namespace
+
+class Kernel : public Halide::Generator<Kernel> {
+public:
+  GeneratorParam<std::string> kernel{"kernel", ""};
+  // JSON knob values per ISA (schedules/knobs/*.json, or the build's exported file).
+  GeneratorParam<std::string> knob_file{"knob_file", ""};
+  // "name:value/..." overrides (the tuner's candidates).
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  // "kernel@bucket": this build is the kernel's variant for one shape bucket.
+  GeneratorParam<std::string> variant{"variant", ""};
+  // "t:128/batch:8/...": extent estimates by dimension (and scalar values by
+  // name), for Halide's autoschedulers.
+  GeneratorParam<std::string> estimates{"estimates", ""};
+
+  void configure() {
+    if (std::string(kernel).empty())
+      throw std::invalid_argument("the halformer kernel generator needs kernel=<name>");
+    interface_ = dsl::kernels::interface_of(std::string(kernel));
+    for (const auto& a : interface_.inputs)
+      if (a.dims.empty())
+        scalars_.push_back(add_scalar(a));
+      else
+        buffers_.push_back(add_input<Buffer<>>(a.name, halide_type(a.type), int(a.dims.size())));
+    for (const auto& a : interface_.outputs)
+      outputs_.push_back(add_output<Buffer<>>(a.name, halide_type(a.type), int(a.dims.size())));
+  }
+
+  void generate() {
+    const std::string section{interface_.schedule};
+    knob_values_ = schedules::load_knobs(section, schedules::knobs_of(section, get_target()), get_target(), knob_file,
+                                         knobs, variant);
+    ctx_.estimates = schedules::parse_overrides(estimates);
+    ctx_.options = knob_values_.all(); // algorithm parameters among the knobs (attention's kv_chunk)
+    bind_inputs();
+    dsl::kernels::visit(interface_.name, [&](const auto& k) {
+      std::size_t i = 0;
+      dsl::hana::for_each(k.outputs(),
+                          [&](const auto& r) { emit(ctx_.lower(r.value), r.value.op.name, *outputs_[i++]); });
+    });
+  }
+
+  void schedule() {
+    if (using_autoscheduler())
+      return; // Halide's autoscheduler schedules everything
+    std::vector<schedules::output> outs;
+    for (std::size_t i = 0; i < outputs_.size(); ++i)
+      outs.push_back({stages_[i], Halide::Func(*outputs_[i])});
+    schedules::sections(schedules::family_of(get_target()))
+        .at(std::string(interface_.schedule))
+        .apply(ctx_, outs, get_target(), knob_values_);
+  }
+
+private:
+  // A scalar Input of the leaf's type; its estimate comes from `estimates` by name.
+  Halide::GeneratorInput<Halide::Expr>* add_scalar(const dsl::argument& a) {
+    return add_input<Halide::Expr>(a.name, halide_type(a.type));
+  }
+
+  void bind_inputs() {
+    std::size_t b = 0, s = 0;
+    for (const auto& a : interface_.inputs) {
+      if (!a.dims.empty()) {
+        ctx_.bind_buffer(a, *buffers_[b++]);
+        continue;
+      }
+      auto* in = scalars_[s++];
+      if (!ctx_.estimates.empty()) {
+        auto e = ctx_.estimates.find(a.name);
+        in->set_estimate(Halide::cast(halide_type(a.type), e != ctx_.estimates.end() ? e->second : 0));
+      }
+      ctx_.bind_scalar(a.name, Halide::Expr(*in));
+    }
+  }
+
+  // out(dims...) = l(dims...), with out's extents constrained to the dimension symbols.
+  void emit(const dsl::lowered& l, const std::string& stage, Halide::GeneratorOutput<Buffer<>>& out) {
+    std::vector<Halide::Var> vars;
+    for (const auto& d : l.dims)
+      vars.push_back(ctx_.var(d));
+    out(vars) = l.f(vars);
+    for (std::size_t i = 0; i < l.dims.size(); ++i) {
+      out.dim(i).set_min(0);
+      out.dim(i).set_extent(ctx_.extent(l.dims[i]));
+      if (auto e = ctx_.estimates.find(l.dims[i]); e != ctx_.estimates.end())
+        out.dim(i).set_estimate(0, e->second);
+    }
+    stages_.push_back(stage);
+  }
+
+  dsl::kernels::interface interface_;
+  std::vector<Halide::GeneratorInput<Buffer<>>*> buffers_;
+  std::vector<Halide::GeneratorInput<Halide::Expr>*> scalars_;
+  std::vector<Halide::GeneratorOutput<Buffer<>>*> outputs_;
+  std::vector<std::string> stages_; // per output: the DSL stage it holds
+  dsl::lowering ctx_;
+  schedules::knob_values knob_values_;
+};
+
+} // namespace halformer::generators
+
+HALIDE_REGISTER_GENERATOR(halformer::generators::Kernel, kernel)
