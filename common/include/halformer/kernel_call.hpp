@@ -55,6 +55,10 @@ public:
     if (md->num_arguments > int(max_args))
       throw error("kernel " + name_ + " has " + std::to_string(md->num_arguments) + " arguments; at most " +
                   std::to_string(max_args) + " are supported");
+    for (std::size_t j = 0; j < provided.size(); ++j)
+      for (std::size_t k = 0; k < j; ++k)
+        if (provided[j].name == provided[k].name)
+          throw error("kernel " + name_ + ": argument '" + provided[j].name + "' is given twice");
     std::vector<bool> used(provided.size(), false);
     for (int i = 0; i < md->num_arguments; ++i) {
       const halide_filter_argument_t& a = md->arguments[i];
@@ -65,8 +69,6 @@ public:
         ++j;
       if (j == provided.size())
         throw error("kernel " + name_ + ": its argument '" + a.name + "' is not given" + given(provided));
-      if (used[j])
-        throw error("kernel " + name_ + ": argument '" + a.name + "' is given twice");
       check(a, provided[j]);
       used[j] = true;
       from_[std::size_t(i)] = int(j);

@@ -1,0 +1,143 @@
+// The layer descriptions and the kernels they call are bound by argument name
+// when a model loads: a weight the model lacks, an argument the description
+// leaves out or names wrongly, an unknown kernel or a mistyped operand is an
+// error naming it, never a buffer passed in another's place or a zero-filled
+// stand-in. The order in which a description lists its operands is irrelevant.
+#include "fixtures.hpp"
+
+#include "executor.hpp"
+#include "safetensors.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+using Catch::Contains;
+using namespace halformer;
+namespace layers = halformer::dsl::layers;
+
+namespace {
+struct loaded_model {
+  model_config config;
+  model_weights weights;
+  explicit loaded_model(const std::string& name) {
+    const std::string dir = fixtures::dir(name);
+    config = model_config::load(dir + "/config.json", nullptr);
+    safetensors_file file(dir + "/model.safetensors");
+    weights = model_weights::load(file, config);
+  }
+};
+
+layers::flat_step& step_of(std::vector<layers::flat_step>& steps, const std::string& function) {
+  auto s = std::find_if(steps.begin(), steps.end(), [&](const auto& x) { return x.function == function; });
+  REQUIRE(s != steps.end());
+  return *s;
+}
+layers::flat_operand& operand_of(layers::flat_step& s, const std::string& formal) {
+  auto o = std::find_if(s.operands.begin(), s.operands.end(), [&](const auto& x) { return x.formal == formal; });
+  REQUIRE(o != s.operands.end());
+  return *o;
+}
+
+// The encoder output of `m` under `layers` for a fixed batch of two sources.
+std::vector<float> encode(const loaded_model& m, const layer_descriptions& layers) {
+  executor ex(m.config, m.weights, device::cpu, layers);
+  ibuffer ids(5, 2), lengths(2);
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 5; ++t)
+      ids(t, b) = 3 + (7 * t + 5 * b) % (m.config.src_vocab - 3);
+  lengths(0) = 5, lengths(1) = 3;
+  ex.reserve(2, 5, 1);
+  ex.encode(ids, lengths);
+  const fbuffer mem = ex.memory();
+  std::vector<float> out;
+  mem.for_each_value([&](float v) { out.push_back(v); });
+  return out;
+}
+} // namespace
+
+TEST_CASE("the layer descriptions bind to every fixture's weights and the kernels", "[binding]") {
+  for (const auto& name : fixtures::names()) {
+    INFO(name);
+    const loaded_model m(name);
+    CHECK_NOTHROW(executor(m.config, m.weights, device::cpu));
+  }
+}
+
+TEST_CASE("a misspelled weight name is a load error naming it", "[binding]") {
+  const loaded_model m("post_ln_relu");
+  auto layers = layer_descriptions::of(m.config);
+  operand_of(step_of(layers.encoder, "qkv_projection"), "w_k").actual = "self_attn.w_kk";
+  CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                    Contains("encoder layer 0, qkv_projection, argument 'w_k': the model has no weight "
+                             "'self_attn.w_kk'"));
+  auto dec = layer_descriptions::of(m.config);
+  operand_of(step_of(dec.decoder, "ffn_relu"), "b2").actual = "linear2.bais";
+  CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, dec),
+                    Contains("decoder layer 0, ffn_relu, argument 'b2': the model has no weight 'linear2.bais'"));
+}
+
+TEST_CASE("a kernel argument the description leaves out or misnames is a load error", "[binding]") {
+  const loaded_model m("post_ln_relu");
+  SECTION("missing") {
+    auto layers = layer_descriptions::of(m.config);
+    auto& ops = step_of(layers.encoder, "qkv_projection").operands;
+    ops.erase(std::find_if(ops.begin(), ops.end(), [](const auto& o) { return o.formal == "b_v"; }));
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("kernel qkv_projection: its argument 'b_v' is not given"));
+  }
+  SECTION("misnamed") {
+    auto layers = layer_descriptions::of(m.config);
+    operand_of(step_of(layers.encoder, "out_projection"), "residual").formal = "resid";
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("kernel out_projection: its argument 'residual' is not given"));
+  }
+  SECTION("given twice") {
+    auto layers = layer_descriptions::of(m.config);
+    operand_of(step_of(layers.encoder, "out_projection"), "residual").formal = "a";
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers), Contains("given twice"));
+  }
+  SECTION("an argument the kernel does not have") {
+    auto layers = layer_descriptions::of(m.config);
+    auto& s = step_of(layers.encoder, "layernorm");
+    s.operands.push_back(s.operands.front());
+    s.operands.back().formal = "residual";
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("kernel layernorm has no argument 'residual'"));
+  }
+  SECTION("an unknown kernel") {
+    auto layers = layer_descriptions::of(m.config);
+    step_of(layers.encoder, "ffn_relu").function = "ffn_swish";
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("no kernel 'ffn_swish' in this library"));
+  }
+  SECTION("a mistyped operand") {
+    auto layers = layer_descriptions::of(m.config);
+    operand_of(step_of(layers.decoder, "attention"), "lengths").type = dsl::dtype::f32;
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("kernel attention, argument 'lengths': its elements are int32, given float32"));
+  }
+  SECTION("an output passed as an input") {
+    auto layers = layer_descriptions::of(m.config);
+    operand_of(step_of(layers.encoder, "qkv_projection"), "q").is_output = false;
+    CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, layers),
+                      Contains("argument 'q': it is an output buffer, given as an input buffer"));
+  }
+}
+
+TEST_CASE("operands bind by name: their order in a description does not matter", "[binding]") {
+  const loaded_model m("pre_ln_gelu");
+  const auto reference = encode(m, layer_descriptions::of(m.config));
+  auto shuffled = layer_descriptions::of(m.config);
+  for (auto& s : shuffled.encoder)
+    std::reverse(s.operands.begin(), s.operands.end()); // x/residual, w_q/w_k/w_v: all positions change
+  const auto got = encode(m, shuffled);
+  REQUIRE(got.size() == reference.size());
+  CHECK(std::memcmp(got.data(), reference.data(), got.size() * sizeof(float)) == 0);
+  // And a real swap of two same-shaped tensors changes the result (the check can fail).
+  auto swapped = layer_descriptions::of(m.config);
+  auto& ffn = step_of(swapped.encoder, "ffn_gelu");
+  std::swap(operand_of(ffn, "x").actual, operand_of(ffn, "residual").actual);
+  CHECK(encode(m, swapped) != reference);
+}
