@@ -5,11 +5,13 @@ set(share ${CMAKE_BINARY_DIR}/share/halformer)
 get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES)
 
 # One measuring harness per kernel (linked with each candidate by the tuner).
+# The problems are compiled once; each kernel's harness names its kernel.
+add_library(tuner_harness_problems OBJECT ${tuner_dir}/harness_problems.cpp)
+target_link_libraries(tuner_harness_problems PRIVATE halformer::common Halide::Runtime)
 foreach (k IN LISTS HALFORMER_KERNELS)
-  string(TOUPPER ${k} K)
-  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp)
-  target_compile_definitions(tuner_harness_${k} PRIVATE HF_KERNEL_${K})
-  target_link_libraries(tuner_harness_${k} PRIVATE Halide::Runtime)
+  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp $<TARGET_OBJECTS:tuner_harness_problems>)
+  target_compile_definitions(tuner_harness_${k} PRIVATE HF_KERNEL_NAME="${k}")
+  target_link_libraries(tuner_harness_${k} PRIVATE halformer::common Halide::Runtime)
   list(APPEND harnesses tuner_harness_${k})
 endforeach ()
 add_custom_target(tuner_harnesses ALL DEPENDS ${harnesses})

@@ -1,7 +1,8 @@
 /* The kernel library used from plain C, compiled without any Halide include path
  * or library (only build/include and libhalformer_kernels.a): a LayerNorm and a
- * softmax against values computed here in double, an out-of-range token id, a
- * shape error, and an unknown ISA name, each with its message. */
+ * softmax against values computed here in double, the same LayerNorm looked up
+ * by name and called with its arguments placed by their names, an out-of-range
+ * token id, a shape error, and an unknown ISA name, each with its message. */
 #include "hf_all.h"
 
 #include <math.h>
@@ -39,7 +40,35 @@ static halide_buffer_t make_buffer(void* data, halide_dimension_t* dim, const in
 
 enum { D = 10, T = 3 };
 
-static void layernorm_matches(void) {
+/* hf_layernorm's arguments by name, or hf_layernorm itself; both must agree. */
+static int call_layernorm(int by_name, halide_buffer_t* x, halide_buffer_t* gamma, halide_buffer_t* beta, float eps,
+                          halide_buffer_t* out) {
+  if (!by_name)
+    return hf_layernorm(x, gamma, beta, eps, out);
+  const struct halformer_kernel* k = halformer_find_kernel(halformer_kernels_cpu(), "layernorm");
+  EXPECT(k != NULL, "no layernorm in the list: %s", halformer_last_error());
+  EXPECT(halformer_find_kernel(halformer_kernels_cpu(), "layernorn") == NULL &&
+             strstr(halformer_last_error(), "no kernel 'layernorn'") && strstr(halformer_last_error(), "layernorm"),
+         "a misspelled kernel name: %s", halformer_last_error());
+  if (!k)
+    return -1;
+  const struct halide_filter_metadata_t* md = k->metadata();
+  void* args[8] = {0};
+  EXPECT(md->num_arguments == 5, "layernorm has %d arguments", md->num_arguments);
+  for (int i = 0; i < md->num_arguments && i < 8; ++i) {
+    const char* n = md->arguments[i].name;
+    args[i] = !strcmp(n, "x")       ? (void*)x
+              : !strcmp(n, "gamma") ? (void*)gamma
+              : !strcmp(n, "beta")  ? (void*)beta
+              : !strcmp(n, "eps")   ? (void*)&eps
+              : !strcmp(n, "out")   ? (void*)out
+                                    : NULL;
+    EXPECT(args[i] != NULL, "unexpected argument '%s'", n);
+  }
+  return k->argv(args);
+}
+
+static void layernorm_matches(int by_name) {
   float x[T][D], gamma[D], beta[D], out[T][D];
   for (int t = 0; t < T; ++t)
     for (int d = 0; d < D; ++d)
@@ -50,7 +79,8 @@ static void layernorm_matches(void) {
   int ex[3] = {D, T, 1}, eg[1] = {D};
   halide_buffer_t bx = make_buffer(x, dx, ex, 3, 0), bg = make_buffer(gamma, dg, eg, 1, 0),
                   bb = make_buffer(beta, db, eg, 1, 0), bo = make_buffer(out, dout, ex, 3, 0);
-  int rc = hf_layernorm(&bx, &bg, &bb, 1e-5f, &bo);
+  memset(out, 0, sizeof out);
+  int rc = call_layernorm(by_name, &bx, &bg, &bb, 1e-5f, &bo);
   EXPECT(rc == 0, "hf_layernorm returned %d: %s", rc, halformer_last_error());
   for (int t = 0; t < T; ++t) {
     double mean = 0, var = 0;
@@ -122,7 +152,8 @@ int main(void) {
     return 1;
   }
   printf("C API test on ISA %s\n", halformer_active_isa());
-  layernorm_matches();
+  layernorm_matches(0);
+  layernorm_matches(1);
   softmax_matches();
   errors_have_messages();
   printf("%d failures\n", failures);

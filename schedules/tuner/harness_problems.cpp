@@ -1,0 +1,246 @@
+// Every kernel's measuring problem: random inputs at the shape, the arguments by
+// name (as the kernel's DSL definition names them), float64 verification of
+// sampled rows against tests/reference, and the FLOP and byte counts.
+#include "harness.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace harness {
+
+namespace {
+scalar_arg f32_scalar(std::string n, float v) { return {std::move(n), halformer::f32_type, {.f32 = v}}; }
+scalar_arg i32_scalar(std::string n, int32_t v) { return {std::move(n), halformer::i32_type, {.i32 = v}}; }
+scalar_arg bool_scalar(std::string n, bool v) { return {std::move(n), halformer::bool_type, {.boolean = v}}; }
+
+problem logits(shape_args& s) {
+  problem p;
+  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"};
+  p.make = [=] {
+    return call_set{{random({D, T, B}, 1), random({V, D}, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[3], ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
+  };
+  p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + D * T * B + V * T * B);
+  return p;
+}
+
+problem ffn(shape_args& s, bool gelu) {
+  problem p;
+  const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
+  p.make = [=] {
+    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random({F, D}, 1 / std::sqrt(float(D))),
+                     random({F}, 0.1f), random({D, F}, 1 / std::sqrt(float(F))), random({D}, 0.1f), fb(D, T, B)}};
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), w2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, gelu), t, b, m);
+  };
+  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + 3 * D * T * B);
+  return p;
+}
+
+// which: the projections computed, e.g. "qkv".
+problem head_projection(shape_args& s, const std::string& which) {
+  problem p;
+  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
+  const int n = int(which.size());
+  p.f_names = {"x"};
+  for (const std::string prefix : {"w_", "b_", ""})
+    for (char w : which)
+      p.f_names.push_back(prefix + w);
+  for (char w : which)
+    p.outputs.push_back(std::string(1, w));
+  p.make = [=] {
+    call_set c{{random({D, T, B}, 1)}};
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(random({DK, H, D}, 1 / std::sqrt(float(D))));
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(random({DK, H}, 0.1f));
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(fb(DK, T, H, B));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (int k = 0; k < n; ++k) {
+      const auto w = ref::head_weight_to_ref(c.f[1 + k]), bias = ref::head_bias_to_ref(c.f[1 + n + k]);
+      const fb& out = c.f[1 + 2 * n + k];
+      for (auto [t, b] : sample_rows(T, B)) {
+        const auto want = ref::linear(row3(c.f[0], t, b), w, bias);
+        for (int h = 0; h < H; ++h)
+          for (int j = 0; j < DK; ++j)
+            m.add(out(j, t, h, b), want.data[std::size_t(h * DK + j)]);
+      }
+    }
+  };
+  p.flops = 2.0 * n * D * D * T * B, p.bytes = 4.0 * (n * D * D + (1 + n) * D * T * B);
+  return p;
+}
+
+problem out_projection(shape_args& s) {
+  problem p;
+  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
+  p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"};
+  p.make = [=] {
+    return call_set{{random({DK, T, H, B}, 1), random({D, DK, H}, 1 / std::sqrt(float(D))), random({D}, 0.1f),
+                     random({D, T, B}, 1), fb(D, T, B)}};
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    ref::tensor w({D, D});
+    for (int h = 0; h < H; ++h)
+      for (int j = 0; j < DK; ++j)
+        for (int o = 0; o < D; ++o)
+          w(o, h * DK + j) = c.f[1](o, j, h);
+    const auto bias = ref::to_ref(c.f[2]);
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
+      compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::linear(a, w, bias)), t, b, m);
+    }
+  };
+  p.flops = 2.0 * D * D * T * B, p.bytes = 4.0 * (D * D + 3 * D * T * B);
+  return p;
+}
+
+problem attention(shape_args& s) {
+  problem p;
+  const int DK = s["d_k"], H = s["heads"], T = s["t"], TK = s["tk"], B = s["batch"], causal = s["causal"];
+  const int offset = causal ? TK - T : 0; // queries are the last T positions (decode: T = 1)
+  p.f_names = {"q", "k", "v", "out"}, p.i_names = {"lengths"}, p.outputs = {"out"};
+  p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset)};
+  p.make = [=] {
+    call_set c{{random({DK, T, H, B}, 1), random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1), fb(DK, T, H, B)},
+               {ib(B)}};
+    c.i[0].fill(TK);
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto q = ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1));
+      const auto k = ref::to_ref(c.f[1].cropped(3, b, 1)), v = ref::to_ref(c.f[2].cropped(3, b, 1));
+      const auto want = ref::attention(q, k, v, {TK}, causal != 0, offset + t);
+      for (int h = 0; h < H; ++h)
+        for (int j = 0; j < DK; ++j)
+          m.add(c.f[3](j, t, h, b), want(j, 0, h, 0));
+    }
+  };
+  p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0), p.bytes = 4.0 * DK * H * B * (2 * T + 2 * TK);
+  return p;
+}
+
+problem layernorm(shape_args& s, bool residual) {
+  problem p;
+  const int D = s["d_model"], T = s["t"], B = s["batch"], r = residual ? 1 : 0;
+  p.f_names = {"x", "gamma", "beta", "out"}, p.outputs = {"out"};
+  if (residual)
+    p.f_names.insert(p.f_names.begin() + 1, "residual");
+  p.scalars = {f32_scalar("eps", 1e-5f)};
+  p.make = [=] {
+    call_set c{{random({D, T, B}, 1), random({D}, 1), random({D}, 1), fb(D, T, B)}};
+    if (residual)
+      c.f.insert(c.f.begin() + 1, random({D, T, B}, 1));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto g = ref::to_ref(c.f[1 + r]), be = ref::to_ref(c.f[2 + r]);
+    for (auto [t, b] : sample_rows(T, B)) {
+      auto x = row3(c.f[0], t, b);
+      if (residual)
+        x = ref::add(x, row3(c.f[1], t, b));
+      compare_row3(c.f[3 + r], ref::layernorm(x, g, be, 1e-5), t, b, m);
+    }
+  };
+  p.flops = 8.0 * D * T * B, p.bytes = 4.0 * D * T * B * (residual ? 3 : 2);
+  return p;
+}
+
+problem softmax(shape_args& s, bool log) {
+  problem p;
+  const int N = s["n"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "out"}, p.i_names = {"lengths"}, p.outputs = {"out"};
+  p.scalars = {bool_scalar("causal", false), i32_scalar("offset", 0)};
+  p.make = [=] {
+    call_set c{{random({N, T, B}, 3), fb(N, T, B)}, {ib(B)}};
+    c.i[0].fill(N);
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[1], ref::softmax(row3(c.f[0], t, b), {N}, false, 0, log), t, b, m);
+  };
+  p.flops = 4.0 * N * T * B, p.bytes = 8.0 * N * T * B;
+  return p;
+}
+
+problem greedy_pick(shape_args& s) {
+  problem p;
+  const int V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "log_probs"}, p.i_names = {"ids"}, p.outputs = {"ids", "log_probs"};
+  p.make = [=] { return call_set{{random({V, T, B}, 3), fb(T, B)}, {ib(T, B)}}; };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto want = ref::greedy_pick(row3(c.f[0], t, b));
+      m.add(c.i[0](t, b), want.ids[0]); // ids: exact, so any miss is a large error
+      m.add(c.f[1](t, b), want.log_p[0]);
+    }
+  };
+  p.flops = 4.0 * V * T * B, p.bytes = 8.0 * V * T * B;
+  return p;
+}
+
+problem embedding(shape_args& s) {
+  problem p;
+  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"};
+  p.scalars = {f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0)};
+  p.make = [=] {
+    call_set c{{random({D, V}, 1), fb(D, T, B)}, {ib(T, B)}};
+    std::uniform_int_distribution<int> id(0, V - 1);
+    c.i[0].for_each_value([&](int32_t& x) { x = id(rng); });
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto table = ref::to_ref(c.f[0]);
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t);
+      compare_row3(c.f[1], want, t, b, m);
+    }
+  };
+  p.flops = 2.0 * D * T * B, p.bytes = 8.0 * D * T * B;
+  // The float32 angle pos * freq errs by ~2 (pos + 1) 2^-24 and so does its
+  // sin/cos (tests/kernels/embedding_test.cpp); values are O(sqrt(D)), rms ~1.
+  p.tolerance = 1e-5 + 4.0 * T * std::ldexp(1.0, -24);
+  return p;
+}
+} // namespace
+
+problem make_problem(const std::string& name, shape_args& s) {
+  static const std::map<std::string, std::function<problem(shape_args&)>> problems{
+      {"logits", logits},
+      {"ffn_relu", [](shape_args& a) { return ffn(a, false); }},
+      {"ffn_gelu", [](shape_args& a) { return ffn(a, true); }},
+      {"qkv_projection", [](shape_args& a) { return head_projection(a, "qkv"); }},
+      {"kv_projection", [](shape_args& a) { return head_projection(a, "kv"); }},
+      {"q_projection", [](shape_args& a) { return head_projection(a, "q"); }},
+      {"out_projection", out_projection},
+      {"attention", attention},
+      {"layernorm", [](shape_args& a) { return layernorm(a, false); }},
+      {"add_layernorm", [](shape_args& a) { return layernorm(a, true); }},
+      {"softmax", [](shape_args& a) { return softmax(a, false); }},
+      {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
+      {"greedy_pick", greedy_pick},
+      {"embedding", embedding}};
+  auto p = problems.find(name);
+  if (p == problems.end())
+    throw std::runtime_error("the harness has no problem for kernel '" + name + "'");
+  problem result = p->second(s);
+  s.check_all_used();
+  return result;
+}
+
+} // namespace harness
