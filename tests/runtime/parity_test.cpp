@@ -4,7 +4,12 @@
 //
 // Logits: PyTorch float32 (OpenBLAS) and halformer sum in different orders; both
 // err by ~1e-6 relative to float64 at these sizes, so we require 1e-4 relative to
-// the element or the tensor's rms (the bound; observed ~1e-6).
+// the element or the tensor's rms (the bound; observed ~1e-6). The
+// Transformer-base-width fixture stores float64 outputs and PyTorch float32's own
+// error against them (~1e-4 for its encoder output: 2 post-LN layers of 512
+// features with sharp attention); there the bound is max(1e-4, twice that), since
+// two float32 implementations summing in different orders each err by about as
+// much, while wiring or indexing bugs err by 1e-2..1.
 // Tokens: the expected ones come from a float64 reference decoder whose every
 // decision had a margin >= 1e-4 (recorded in expected.json), far above float32
 // rounding, so tokens must match exactly and scores to 1e-4.
@@ -43,7 +48,11 @@ TEST_CASE("forward matches PyTorch logits and encoder output", "[parity]") {
     m.forward(src, tgt, logits, &memory);
     const auto want_logits = halformer::npy::read_f32(fixtures::dir(name) + "/logits.npy");
     REQUIRE(logits.size() == want_logits.data.size());
-    CHECK(worst_relative(logits, want_logits.data) <= 1e-4);
+    const auto e = fixtures::expected(name);
+    const auto bound = [&](const char* what) {
+      return std::max(1e-4, 2 * e.value("/pytorch_float32_error"_json_pointer / what, 0.0));
+    };
+    CHECK(worst_relative(logits, want_logits.data) <= bound("logits"));
     // Encoder output only at real (unpadded) source positions.
     const auto want_memory = halformer::npy::read_f32(fixtures::dir(name) + "/memory.npy");
     const auto lengths = fixtures::expected(name)["src_lengths"].get<std::vector<int>>();
@@ -53,7 +62,7 @@ TEST_CASE("forward matches PyTorch logits and encoder output", "[parity]") {
       for (std::size_t j = 0; j < S; ++j)
         real[b * S + j] = int(j) < lengths[b];
     REQUIRE(memory.size() == want_memory.data.size());
-    CHECK(worst_relative(memory, want_memory.data, D, &real) <= 1e-4);
+    CHECK(worst_relative(memory, want_memory.data, D, &real) <= bound("memory"));
   }
 }
 
