@@ -7,6 +7,7 @@
 #include "compare.hpp"
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/model.hpp"
+#include "halformer/versions.hpp"
 #include "halformer_build_info.h"
 #include "halformer_kernels.h"
 #include "presets.hpp"
@@ -456,7 +457,7 @@ int main(int argc, char** argv) {
         else
           fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
       }
-      fmt::print("Halide: 21.0.0 (AOT; the kernels need no Halide at run time)\n");
+      fmt::print("Halide: {} (AOT; the kernels need no Halide at run time)\n", halide_version());
       if (!dir.empty()) {
         Model m = Model::load(dir, lo);
         const auto& c = m.config();

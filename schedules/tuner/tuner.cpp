@@ -3,6 +3,7 @@
 #include "halformer/dsl/kernels.hpp"
 
 #include "halformer/error.hpp"
+#include "halformer/versions.hpp"
 #include "process.hpp"
 
 #include <algorithm>
@@ -225,7 +226,7 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
   built_candidate c;
   record& r = c.r;
   r.kernel = k.name, r.knob_section = k.knob_section, r.shape = o.shape, r.target = target_of_isa(o.isa);
-  r.hardware = hardware_key(hw, o.isa), r.halformer_version = "0.1.0", r.halide_version = "21.0.0";
+  r.hardware = hardware_key(hw, o.isa), r.halformer_version = halformer_version, r.halide_version = halide_version();
   r.knobs = knobs, r.source = source, r.when = now_iso(), r.schedule_revision = k.revision;
   r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
                 {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 using namespace halformer::dsl;
@@ -31,6 +32,14 @@ static_assert(std::is_same_v<
               decltype(shape(d_k, t, heads, batch))>);
 
 namespace {
+// Fresh random data each run; the seed is reported with any failure, and
+// HALFORMER_TEST_SEED replays it.
+std::uint32_t test_seed() {
+  if (const char* s = std::getenv("HALFORMER_TEST_SEED"))
+    return std::uint32_t(std::stoul(s));
+  return std::random_device{}();
+}
+
 Halide::Buffer<float> random_buffer(std::mt19937& rng, std::vector<int> shape) {
   Halide::Buffer<float> b(shape);
   std::normal_distribution<float> n;
@@ -40,7 +49,9 @@ Halide::Buffer<float> random_buffer(std::mt19937& rng, std::vector<int> shape) {
 } // namespace
 
 TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
-  std::mt19937 rng(std::random_device{}());
+  const std::uint32_t seed = test_seed();
+  INFO("seed " << seed << " (HALFORMER_TEST_SEED=" << seed << " replays it)");
+  std::mt19937 rng(seed);
   const int D = 13, F = 7, T = 5, B = 2;
   Halide::ImageParam x_in(Halide::Float(32), 3, "x"), w_in(Halide::Float(32), 2, "w"), b_in(Halide::Float(32), 1, "b");
   Halide::Param<float> s_in("s");
@@ -106,7 +117,9 @@ TEST_CASE("lowering constrains every input carrying a dimension to one extent", 
 }
 
 TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowering][attention]") {
-  std::mt19937 rng(std::random_device{}());
+  const std::uint32_t seed = test_seed();
+  INFO("seed " << seed << " (HALFORMER_TEST_SEED=" << seed << " replays it)");
+  std::mt19937 rng(seed);
   const int DK = 8, T = 3, TK = 11, H = 2, B = 2;
   Halide::ImageParam q_in(Halide::Float(32), 4, "q"), k_in(Halide::Float(32), 4, "k"), v_in(Halide::Float(32), 4, "v"),
       l_in(Halide::Int(32), 1, "lengths");

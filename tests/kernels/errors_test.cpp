@@ -1,5 +1,7 @@
 // Wrong shapes or strides passed to a kernel: an error code and a message naming
-// the buffer, never a crash or a silent wrong answer.
+// the buffer and what is wrong with it (Halide's constraint or bounds message,
+// matched in full so that a message naming another buffer fails), never a crash
+// or a silent wrong answer.
 #include "support.hpp"
 
 using test::Buffer;
@@ -10,13 +12,14 @@ TEST_CASE("attention rejects inconsistent shapes", "[errors]") {
   len(0) = 9;
   Buffer<float> out(16, 4, 2, 1);
   auto v_short = test::random({16, 8, 2, 1});
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_short, len, false, 0, out), "v");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_short, len, false, 0, out),
+                       "Input buffer v is accessed at 8, which is beyond the max (7) in dimension 1");
   auto k_wide = test::random({32, 9, 2, 1});
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k_wide, v, len, false, 0, out), "k");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k_wide, v, len, false, 0, out), "k.extent.0 (32) == q.extent.0 (16)");
   Buffer<int32_t> len2(2);
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len2, false, 0, out), "lengths");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len2, false, 0, out), "lengths.extent.0 (2) == q.extent.3 (1)");
   Buffer<float> out_bad(16, 5, 2, 1);
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len, false, 0, out_bad), "out");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, len, false, 0, out_bad), ".extent.1 (5) == q.extent.1 (4)");
 }
 
 TEST_CASE("projections reject a weight of the wrong width", "[errors]") {
@@ -24,9 +27,11 @@ TEST_CASE("projections reject a weight of the wrong width", "[errors]") {
   auto w = test::random({16, 3, 48}), w_bad = test::random({16, 3, 40});
   auto b = test::random({16, 3});
   Buffer<float> q(16, 3, 3, 1);
-  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w_bad, b, q), "w_q");
+  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w_bad, b, q),
+                       "Input buffer w_q is accessed at 47, which is beyond the max (39) in dimension 2");
   auto b_bad = test::random({16, 2});
-  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w, b_bad, q), "b_q");
+  REQUIRE_KERNEL_ERROR(HF(q_projection)(x, w, b_bad, q),
+                       "Input buffer b_q is accessed at 2, which is beyond the max (1) in dimension 1");
   REQUIRE_OK(HF(q_projection)(x, w, b, q));
 }
 
@@ -34,21 +39,23 @@ TEST_CASE("layernorm rejects gamma of the wrong size and a non-unit inner stride
   auto x = test::random({10, 2, 1});
   auto gamma = test::random({9}), beta = test::random({10});
   Buffer<float> out(10, 2, 1);
-  REQUIRE_KERNEL_ERROR(HF(layernorm)(x, gamma, beta, 1e-5f, out), "gamma");
+  REQUIRE_KERNEL_ERROR(HF(layernorm)(x, gamma, beta, 1e-5f, out),
+                       "Input buffer gamma is accessed at 9, which is beyond the max (8) in dimension 0");
   // A transposed view has stride != 1 in dim 0: the kernels require dense rows.
   auto big = test::random({2, 10, 1});
   Buffer<float> xt = big;
   xt.transpose(0, 1);
   auto gamma_ok = test::random({10});
-  REQUIRE_KERNEL_ERROR(HF(layernorm)(xt, gamma_ok, beta, 1e-5f, out), "stride");
+  REQUIRE_KERNEL_ERROR(HF(layernorm)(xt, gamma_ok, beta, 1e-5f, out), "x.stride.0 (2) == 1");
 }
 
 TEST_CASE("ffn and logits reject mismatched inner widths", "[errors]") {
   auto x = test::random({8, 2, 1}), r = test::random({8, 2, 1});
   auto w1 = test::random({16, 8}), b1 = test::random({16}), w2 = test::random({8, 15}), b2 = test::random({8});
   Buffer<float> out(8, 2, 1);
-  REQUIRE_KERNEL_ERROR(HF(ffn_relu)(x, r, w1, b1, w2, b2, out), "w2");
+  REQUIRE_KERNEL_ERROR(HF(ffn_relu)(x, r, w1, b1, w2, b2, out),
+                       "Input buffer w2 is accessed at 15, which is beyond the max (14) in dimension 1");
   auto w = test::random({5, 9}), b = test::random({5});
   Buffer<float> logits(5, 2, 1);
-  REQUIRE_KERNEL_ERROR(HF(logits)(x, w, b, logits), "w");
+  REQUIRE_KERNEL_ERROR(HF(logits)(x, w, b, logits), "w.extent.1 (9) == x.extent.0 (8)");
 }

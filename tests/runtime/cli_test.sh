@@ -55,7 +55,10 @@ tmp=$(mktemp -d)
 out=$("$bin" compare --kernel layernorm --shape d_model=64,t=4,batch=1 --schedules default,opencl --samples 2 \
   --min-ms 1 --out "$tmp" 2>/dev/null) || fail "compare with opencl"
 grep -qE "^default +yes" <<<"$out" && grep -qE "^opencl +yes" <<<"$out" || fail "compare rows: $out"
-[[ -s "$tmp/layernorm-d_model=64,t=4,batch=1.svg" || -n "$(ls "$tmp"/*.svg 2>/dev/null)" ]] || fail "compare chart"
+for ext in csv json svg; do
+  [[ -s "$tmp/layernorm_batch-1_d_model-64_t-4.$ext" ]] || fail "compare wrote no $ext report: $(ls "$tmp")"
+done
+grep -q "<svg" "$tmp/layernorm_batch-1_d_model-64_t-4.svg" || fail "compare chart is not SVG"
 rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 echo "cli tests: $failures failures"
