@@ -33,7 +33,7 @@ set(HALFORMER_CPU_FUNCTIONS "")
 # library holds a separately tuned variant for; with two or more, each is its own
 # multi-ISA function hf_NAME__<bucket> and hf_NAME is a generated C dispatcher
 # choosing by the call's shape (runtime/kernels/variants.c). List the buckets of
-# the kernel's shapes in the tuning preset (schedules/tuner/presets.cpp): the
+# the kernel's shapes in the tuning preset (tuner/presets.cpp): the
 # knob export reports preset shapes whose bucket has no variant.
 # One multi-ISA CPU function of a kernel (VARIANT: kernel@bucket, or "").
 function(halformer_cpu_function fn variant kernel)

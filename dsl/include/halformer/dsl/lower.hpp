@@ -79,15 +79,6 @@ public:
   }
   void bind_scalar(const std::string& name, Halide::Expr value) { scalars_[name] = std::move(value); }
 
-  // Constrains an output buffer to the extents of its dimension symbols.
-  template <class S, class Buffer> void bind_output(S, Buffer& out) {
-    const auto names = dim_names(S{});
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      out.dim(i).set_min(0);
-      out.dim(i).set_extent(extent(std::string{names[i]}));
-    }
-  }
-
   Halide::Var var(const std::string& dim) const { return Halide::Var(dim); }
   Halide::Expr extent(const std::string& dim) const {
     auto e = extents_.find(dim);

@@ -1,6 +1,6 @@
 # The tuner's measuring side, once the generators and kernels exist: search
 # spaces, one harness per kernel, and the paths `halformer tune` drives.
-set(tuner_dir ${CMAKE_SOURCE_DIR}/schedules/tuner)
+set(tuner_dir ${CMAKE_SOURCE_DIR}/tuner)
 set(share ${CMAKE_BINARY_DIR}/share/halformer)
 get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES)
 

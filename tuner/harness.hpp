@@ -2,7 +2,7 @@
 // defines one per kernel; harness.cpp verifies and times it).
 #pragma once
 
-#include "../../tests/reference/convert.hpp"
+#include "../tests/reference/convert.hpp"
 #include "halformer/kernel_call.hpp"
 
 #include <HalideBuffer.h>
