@@ -129,7 +129,8 @@ struct tune_result {
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel, const tune_options& o,
                  const database& db, const hardware& hw);
 
-std::string knobs_text(const knob_set& k); // "a=1,b=2"
+std::string knobs_text(const knob_set& k);      // "a=1,b=2"
+std::string generator_knobs(const knob_set& k); // "a:1/b:2", the generator's knobs= value
 
 // Autoscheduler candidates live in the same space as knob sets: the knob set
 // {"_autoscheduler:<Name>": 1} means "Halide's <Name> schedules this kernel".

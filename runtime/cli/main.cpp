@@ -4,13 +4,10 @@
 //   halformer info     [--model DIR]
 #include "../src/npy.hpp"
 #include "build_lib.hpp"
-#include "compare.hpp"
-#include "halformer/dsl/kernels.hpp"
+#include "commands.hpp"
 #include "halformer/model.hpp"
-#include "halformer/versions.hpp"
 #include "halformer_build_info.h"
 #include "halformer_kernels.h"
-#include "presets.hpp"
 #include "tuner.hpp"
 
 #include <CLI/CLI.hpp>
@@ -24,6 +21,7 @@
 
 using namespace halformer;
 namespace tuner = halformer::tuner;
+using namespace halformer::cli;
 
 namespace {
 
@@ -139,160 +137,6 @@ int forward(const std::string& dir, const load_options& lo, const std::string& s
   npy::write_f32(out_logits, {std::int64_t(t.size()), std::int64_t(t[0].size()), c.tgt_vocab}, logits);
   if (!out_memory.empty())
     npy::write_f32(out_memory, {std::int64_t(s.size()), std::int64_t(s[0].size()), c.d_model}, memory);
-  return 0;
-}
-
-double seconds_of(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
-  }
-  const std::string unit = text.substr(used);
-  if (unit == "" || unit == "s")
-    return v;
-  if (unit == "m")
-    return v * 60;
-  if (unit == "h")
-    return v * 3600;
-  throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
-}
-
-std::string best_isa() {
-  return halformer_cpu_supports("avx512") ? "avx512" : halformer_cpu_supports("avx2") ? "avx2" : "sse41";
-}
-
-// The ISA to tune or compare: this CPU's best unless one is asked for.
-std::string resolve_isa(const std::string& asked) {
-  if (halformer_kernels_init() != 0)
-    throw error(halformer_last_error());
-  if (asked.empty() || asked == "auto")
-    return best_isa();
-  if (asked == "opencl") {
-    if (!halformer_device_available("opencl"))
-      throw error(std::string("--isa opencl: ") + halformer_last_error());
-    return asked;
-  }
-  if (asked != "avx512" && asked != "avx2" && asked != "sse41")
-    throw error("--isa must be avx512, avx2, sse41 or opencl, not '" + asked + "'");
-  if (!halformer_cpu_supports(asked.c_str()))
-    throw error("this CPU cannot run " + asked + " code");
-  return asked;
-}
-
-int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
-         const std::string& db_dir, tuner::tune_options o) {
-  const std::string share = build_info::share_dir;
-  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
-  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
-  const auto hw = tuner::this_machine();
-  const tuner::database db(db_dir);
-  o.budget_s = seconds_of(budget);
-  o.isa = resolve_isa(o.isa);
-  std::vector<std::pair<std::string, std::string>> jobs;
-  if (!preset_name.empty()) {
-    for (const auto& e : tuner::preset(preset_name))
-      jobs.emplace_back(e.kernel, e.shape);
-  } else {
-    if (kernel.empty() || o.shape.empty())
-      throw error("tune needs --kernel and --shape, or --preset");
-    jobs.emplace_back(kernel, tuner::canonical_shape(o.shape));
-  }
-  fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
-             tuner::hardware_key(hw, o.isa), o.isa, db.file());
-  for (const auto& [k, shape] : jobs) {
-    o.shape = shape;
-    const auto r = tuner::tune(tools, cat, k, o, db, hw);
-    if (r.best.status.empty()) {
-      fmt::print("{} {}: no verified candidate in {} trials\n", k, shape, r.trials);
-      continue;
-    }
-    fmt::print("{} {}: {} {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape,
-               r.best.chosen() ? "chosen" : "best", r.best.median_ms, r.best.gflops, r.best.gbps,
-               tuner::knobs_text(r.best.knobs));
-    if (r.defaults.verified())
-      fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
-    fmt::print("\n");
-  }
-  return 0;
-}
-
-int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
-            const std::string& preset_name) {
-  const std::string share = build_info::share_dir;
-  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
-  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
-  const auto hw = tuner::this_machine();
-  o.measure.isa = resolve_isa(o.measure.isa);
-  if (!schedules.empty()) {
-    o.schedules.clear();
-    std::stringstream ss(schedules);
-    for (std::string s; std::getline(ss, s, ',');)
-      o.schedules.push_back(s);
-  }
-  std::vector<std::pair<std::string, std::string>> jobs;
-  if (all)
-    for (const auto& e : tuner::preset(preset_name))
-      jobs.emplace_back(e.kernel, e.shape);
-  else if (o.kernel.empty() || o.shape.empty())
-    throw error("compare needs --kernel and --shape, or --all");
-  else
-    jobs.emplace_back(o.kernel, tuner::canonical_shape(o.shape));
-  const double peak = tuner::fma_peak_gflops(o.measure.isa, o.measure.threads);
-  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
-             o.measure.threads > 0 ? o.measure.threads : int(std::thread::hardware_concurrency()));
-  std::string summary = fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", "kernel", "shape",
-                                    "default ms", "tuned ms", "best auto ms", "blas ms", "tuned/def", "tuned/auto");
-  int with_tuned = 0, not_slower = 0, beats_auto = 0, same_as_default = 0;
-  for (const auto& [k, shape] : jobs) {
-    o.kernel = k, o.shape = shape;
-    const auto rows = tuner::compare(tools, cat, o, hw);
-    const std::string title = k + " " + shape + " (" + o.measure.isa + ")";
-    fmt::print("\n{}", tuner::table(title, rows, peak));
-    std::string name = k + "_" + shape;
-    std::replace(name.begin(), name.end(), ',', '_');
-    std::replace(name.begin(), name.end(), '=', '-');
-    tuner::write_reports(out_dir, name, title, rows, peak);
-    auto best = [&](const std::string& which) -> const tuner::compare_row* {
-      const tuner::compare_row* b = nullptr;
-      for (const auto& r : rows)
-        if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)) &&
-            (!b || r.r.median_ms < b->r.median_ms))
-          b = &r;
-      return b;
-    };
-    auto ms = [](const tuner::compare_row* r) { return r ? fmt::format("{:.4g}", r->r.median_ms) : std::string("-"); };
-    const auto *def = best("default"), *tuned = best("tuned"), *au = best("auto");
-    // Speed-ups of the tuned schedule (> 1: tuned is faster); "=" marks a tuned
-    // schedule whose knobs are the defaults (the same code: any gap is noise).
-    std::string vs_def = "-", vs_auto = "-";
-    if (tuned) {
-      ++with_tuned;
-      const bool same = def && tuned->r.knobs == def->r.knobs;
-      same_as_default += same;
-      if (def) {
-        vs_def = fmt::format("{}{:.2f}x", same ? "=" : "", def->r.median_ms / tuned->r.median_ms);
-        not_slower += same || tuned->r.median_ms <= def->r.median_ms;
-      }
-      if (au) {
-        vs_auto = fmt::format("{:.2f}x", au->r.median_ms / tuned->r.median_ms);
-        beats_auto += tuned->r.median_ms < au->r.median_ms;
-      }
-    }
-    summary += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
-                           ms(au), ms(best("blas")), vs_def, vs_auto);
-  }
-  if (jobs.size() > 1) {
-    fmt::print("\nsummary (median ms; '-': not measured or not verified; tuned/x: speed-up of tuned over x, '=': "
-               "tuned knobs are the defaults)\n{}",
-               summary);
-    fmt::print("\ntuned: {} of {} kernel shapes have a tuned schedule; {} not slower than the default ({} of them "
-               "the default itself); {} faster than every autoscheduler\n",
-               with_tuned, jobs.size(), not_slower, same_as_default, beats_auto);
-  }
-  fmt::print("\nreports (CSV, JSON, SVG) in {}\n", out_dir);
   return 0;
 }
 
@@ -433,39 +277,8 @@ int main(int argc, char** argv) {
                                   bo));
       return 0;
     }
-    if (*info) {
-      fmt::print("{}\n", Model::kernel_info());
-      fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
-      std::ifstream knob_in(build_info::knob_file);
-      if (!knob_in)
-        throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
-      const auto knobs = nlohmann::json::parse(knob_in);
-      const std::string isa = halformer_active_isa();
-      for (const halformer_kernel* kernel = halformer_kernels_cpu(); kernel->name; ++kernel) {
-        const std::string k = kernel->name, sched{dsl::kernels::interface_of(k).schedule};
-        const auto values = [&](const nlohmann::json& section) {
-          std::string text;
-          for (const auto& [name, v] : section.items())
-            if (name[0] != '_')
-              text += (text.empty() ? "" : " ") + name + "=" + v.dump();
-          return text;
-        };
-        const auto variants = knobs.value("_variants", nlohmann::json::object());
-        if (variants.contains(k)) // one tuned variant per shape bucket (halformer_kernels.h)
-          for (const auto& [bucket, isas] : variants[k].items())
-            fmt::print("  hf_{:<16} {} schedule, {} variant [{}]: {}\n", k, sched, bucket, isa, values(isas[isa]));
-        else
-          fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
-      }
-      fmt::print("Halide: {} (AOT; the kernels need no Halide at run time)\n", halide_version());
-      if (!dir.empty()) {
-        Model m = Model::load(dir, lo);
-        const auto& c = m.config();
-        fmt::print("model {}: d_model {}, {} heads, d_ff {}, {}+{} layers, vocab {}/{}, {}, {}\n", dir, c.d_model,
-                   c.nhead, c.dim_feedforward, c.num_encoder_layers, c.num_decoder_layers, c.src_vocab, c.tgt_vocab,
-                   c.norm_first ? "pre-LN" : "post-LN", c.activation);
-      }
-    }
+    if (*info)
+      print_info(dir, lo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "halformer: error: {}\n", e.what());
     return 1;

@@ -12,6 +12,11 @@ enum class device { cpu, opencl, cuda };
 
 inline const char* device_name(device d) { return d == device::cpu ? "cpu" : d == device::cuda ? "cuda" : "opencl"; }
 
+// Halide's interface to `d`'s memory; null on the CPU.
+inline const halide_device_interface_t* interface_of(device d) {
+  return d == device::cpu ? nullptr : halformer_device_interface(device_name(d));
+}
+
 inline const halformer_kernel* kernels_of(device d) {
 #if HALFORMER_GPU
   if (d == device::opencl)

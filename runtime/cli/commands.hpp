@@ -1,0 +1,25 @@
+// The CLI's commands beyond running a model: tuning and comparing schedules
+// (through tuner/), and `info`.
+#pragma once
+
+#include "compare.hpp"
+#include "halformer/model.hpp"
+#include "tuner.hpp"
+
+#include <string>
+
+namespace halformer::cli {
+
+// "90s", "5m", "1h" (or plain seconds) -> seconds.
+double seconds_of(const std::string& text);
+// The ISA to tune or compare: this CPU's best unless one is asked for.
+std::string resolve_isa(const std::string& asked);
+int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
+         const std::string& db_dir, tuner::tune_options o);
+int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
+            const std::string& preset_name);
+// The ISA, devices, every kernel's schedule and knob values, Halide's version,
+// and the model's shape when `dir` names one.
+void print_info(const std::string& dir, const load_options& lo);
+
+} // namespace halformer::cli
