@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       std::printf("schedules: no variant for the bucket of preset shape %s: it runs the nearest variant\n", u.c_str());
     std::printf("schedules: %zu tuned for this machine (%s), %zu hand defaults%s\n", r.tuned.size(), hw.key().c_str(),
                 r.defaulted.size(), r.tuned.empty() ? " (no tuned records for this hardware)" : "");
+    std::printf("schedules: the build's knob file is %s (hand defaults %s, tuned records from %s)\n", argv[5],
+                argv[1], argv[2]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "halformer_export_knobs: %s\n", e.what());
     return 1;
