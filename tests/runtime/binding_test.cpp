@@ -141,3 +141,43 @@ TEST_CASE("operands bind by name: their order in a description does not matter",
   std::swap(operand_of(ffn, "x").actual, operand_of(ffn, "residual").actual);
   CHECK(encode(m, swapped) != reference);
 }
+
+TEST_CASE("every compiled kernel's arguments are its DSL interface, in order", "[binding]") {
+  std::vector<const halformer_kernel*> lists{halformer_kernels_cpu()};
+#if HALFORMER_GPU
+  lists.push_back(halformer_kernels_opencl());
+  lists.push_back(halformer_kernels_cuda());
+#endif
+  for (const halformer_kernel* list : lists) {
+    std::size_t listed = 0;
+    for (const halformer_kernel* k = list; k->name; ++k)
+      ++listed;
+    std::size_t in_dsl = 0;
+    dsl::hana::for_each(dsl::kernels::all, [&](auto type) {
+      using K = typename decltype(type)::type;
+      ++in_dsl;
+      const auto want = dsl::kernels::interface_of(K{});
+      INFO("kernel " << want.name);
+      const halformer_kernel* k = halformer_find_kernel(list, std::string(want.name).c_str());
+      REQUIRE(k != nullptr);
+      const halide_filter_metadata_t* md = k->metadata();
+      REQUIRE(std::size_t(md->num_arguments) == want.inputs.size() + want.outputs.size());
+      for (int i = 0; i < md->num_arguments; ++i) {
+        const bool output = std::size_t(i) >= want.inputs.size();
+        const auto& a = output ? want.outputs[std::size_t(i) - want.inputs.size()] : want.inputs[std::size_t(i)];
+        const halide_filter_argument_t& got = md->arguments[i];
+        INFO("argument " << i << " '" << got.name << "'");
+        CHECK(std::string(got.name) == a.name);
+        CHECK(got.dimensions == int(a.dims.size()));
+        CHECK(got.kind == (output           ? halide_argument_kind_output_buffer
+                           : a.dims.empty() ? halide_argument_kind_input_scalar
+                                            : halide_argument_kind_input_buffer));
+        const halide_type_t t = a.type == dsl::dtype::i32       ? i32_type
+                                : a.type == dsl::dtype::boolean ? bool_type
+                                                                : f32_type;
+        CHECK((got.type.code == t.code && got.type.bits == t.bits));
+      }
+    });
+    CHECK(listed == in_dsl); // no library kernel that the DSL does not define
+  }
+}
