@@ -37,7 +37,7 @@ def log(msg):
 
 
 def run_json(cmd, env=None, lines=False):
-    COMMANDS.append(" ".join(cmd))
+    COMMANDS.append(" ".join(cmd).replace(ROOT + os.sep, ""))  # recorded relative to the repository
     e = dict(os.environ, **(env or {}))
     p = subprocess.run(cmd, capture_output=True, text=True, env=e)
     if p.returncode != 0:
