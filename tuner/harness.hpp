@@ -54,7 +54,7 @@ union scalar_value {
   int32_t i32;
   bool boolean;
 };
-struct scalar_arg {
+struct scalar_input {
   std::string name;
   halide_type_t type;
   scalar_value value;
@@ -65,7 +65,7 @@ struct scalar_arg {
 // them, sampled float64 verification and the costs behind GFLOP/s and GB/s.
 struct problem {
   std::vector<std::string> f_names, i_names, outputs;
-  std::vector<scalar_arg> scalars;
+  std::vector<scalar_input> scalars;
   std::function<call_set()> make;
   std::function<void(call_set&, error_meter&)> verify;
   double flops = 0, bytes = 0;

@@ -9,9 +9,9 @@
 namespace harness {
 
 namespace {
-scalar_arg f32_scalar(std::string n, float v) { return {std::move(n), halformer::f32_type, {.f32 = v}}; }
-scalar_arg i32_scalar(std::string n, int32_t v) { return {std::move(n), halformer::i32_type, {.i32 = v}}; }
-scalar_arg bool_scalar(std::string n, bool v) { return {std::move(n), halformer::bool_type, {.boolean = v}}; }
+scalar_input f32_scalar(std::string n, float v) { return {std::move(n), halformer::f32_type, {.f32 = v}}; }
+scalar_input i32_scalar(std::string n, int32_t v) { return {std::move(n), halformer::i32_type, {.i32 = v}}; }
+scalar_input bool_scalar(std::string n, bool v) { return {std::move(n), halformer::bool_type, {.boolean = v}}; }
 
 problem logits(shape_args& s) {
   problem p;

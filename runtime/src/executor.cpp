@@ -178,13 +178,6 @@ void executor::check(int rc, const char* kernel) const {
                 "): " + halformer_last_error());
 }
 
-namespace {
-bool is_scalar(dsl::layers::role r) {
-  using dsl::layers::role;
-  return r == role::constant || r == role::position || r == role::layer_norm_eps;
-}
-} // namespace
-
 void executor::run(const plan& p) {
   for (const step& s : p) {
     std::array<fbuffer, max_step_args> bufs;
@@ -196,7 +189,7 @@ void executor::run(const plan& p) {
       if (o.kind == role::lengths) {
         lengths = o.lengths->cropped(0, 0, rows_);
         args[i] = lengths.raw_buffer();
-      } else if (is_scalar(o.kind)) {
+      } else if (dsl::layers::is_scalar(o.kind)) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
       } else {
@@ -207,7 +200,7 @@ void executor::run(const plan& p) {
     const int rc = s.call(args.data());
     if (iface_)
       for (std::size_t i = 0; i < s.args.size(); ++i)
-        if (bufs[i].raw_buffer()->host || bufs[i].raw_buffer()->device)
+        if (s.args[i].kind != role::lengths && !dsl::layers::is_scalar(s.args[i].kind))
           written(bufs[i]);
     check(rc, s.call.name().c_str());
     for (std::size_t i = 0; i < s.args.size(); ++i)

@@ -23,6 +23,11 @@
 
 namespace halformer {
 
+// The element type of a kernel argument of DSL type `t`, as Halide's metadata states it.
+inline halide_type_t argument_type(dsl::dtype t) {
+  return t == dsl::dtype::i32 ? i32_type : t == dsl::dtype::boolean ? bool_type : f32_type;
+}
+
 // The layers a model runs, as the DSL describes them (dsl/layers.hpp).
 struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;

@@ -63,12 +63,6 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
   return it->second;
 }
 
-namespace {
-halide_type_t type_of(dsl::dtype t) {
-  return t == dsl::dtype::i32 ? i32_type : t == dsl::dtype::boolean ? bool_type : f32_type;
-}
-} // namespace
-
 executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const layer_tensors& weights,
                               const std::string& scope, bool decoder) {
   plan p;
@@ -85,9 +79,9 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
         throw error(where + ", argument '" + o.formal + "': " + e.what());
       }
       const int rank = int(o.dims.size());
-      specs.push_back(rank == 0     ? scalar_arg(o.formal, type_of(o.type))
-                      : o.is_output ? output_arg(o.formal, type_of(o.type), rank)
-                                    : input_arg(o.formal, type_of(o.type), rank));
+      specs.push_back(rank == 0     ? scalar_arg(o.formal, argument_type(o.type))
+                      : o.is_output ? output_arg(o.formal, argument_type(o.type), rank)
+                                    : input_arg(o.formal, argument_type(o.type), rank));
     }
     try {
       st.call = bind_kernel(device_, s.function, specs);
@@ -101,7 +95,7 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
 
 executor::operand executor::bind_operand(const layers::flat_operand& o, const layer_tensors& weights,
                                          const std::string& scope, bool decoder) {
-  operand op{o.kind, o.is_output, type_of(o.type)};
+  operand op{o.kind, o.is_output, argument_type(o.type)};
   switch (o.kind) {
   case role::weight: {
     auto w = weights.find(o.actual);

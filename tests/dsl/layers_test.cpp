@@ -19,9 +19,7 @@ std::vector<std::string> check_flow(const Layer& layer, std::set<std::string> av
     functions.push_back(step.function);
     layers::for_each_operand(step, [&](const auto& op) {
       INFO(step.function << ": " << op.formal << " <- " << op.actual.name);
-      const bool scalar = op.actual.kind == layers::role::constant || op.actual.kind == layers::role::position ||
-                          op.actual.kind == layers::role::layer_norm_eps;
-      if (!op.is_output && !scalar)
+      if (!op.is_output && !layers::is_scalar(op.actual.kind))
         CHECK((available.count(op.actual.name) || op.actual.kind == layers::role::weight));
     });
     layers::for_each_operand(step, [&](const auto& op) {

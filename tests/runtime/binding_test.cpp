@@ -172,9 +172,7 @@ TEST_CASE("every compiled kernel's arguments are its DSL interface, in order", "
         CHECK(got.kind == (output           ? halide_argument_kind_output_buffer
                            : a.dims.empty() ? halide_argument_kind_input_scalar
                                             : halide_argument_kind_input_buffer));
-        const halide_type_t t = a.type == dsl::dtype::i32       ? i32_type
-                                : a.type == dsl::dtype::boolean ? bool_type
-                                                                : f32_type;
+        const halide_type_t t = argument_type(a.type);
         CHECK((got.type.code == t.code && got.type.bits == t.bits));
       }
     });

@@ -30,6 +30,9 @@ enum class role {
   layer_norm_eps, // a scalar: the model configuration's LayerNorm epsilon
 };
 
+// Whether an operand of this role is a scalar argument (not a buffer).
+constexpr bool is_scalar(role r) { return r == role::constant || r == role::position || r == role::layer_norm_eps; }
+
 // A tensor (or scalar) of the model, with its role.
 template <class S> struct tensor_ref {
   using shape_type = S;

@@ -15,6 +15,9 @@
 #include "halformer/schedules/gpu/projections.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
 
+#include <type_traits>
+#include <utility>
+
 namespace halformer::schedules {
 
 enum class family { cpu, gpu };
@@ -41,14 +44,27 @@ inline std::vector<std::pair<std::string, Halide::Func>> stages_of(const std::ve
     pairs.emplace_back(o.stage, o.func);
   return pairs;
 }
-// Adapts a schedule of one output Func to schedule_fn.
+// Calls a schedule with the target where it takes one (CPU schedules size
+// registers and vectors by it) and without where it does not (GPU schedules).
+template <auto F, class... A> void call(const Halide::Target& t, const knob_values& k, A&&... a) {
+  if constexpr (std::is_invocable_v<decltype(F), A..., const Halide::Target&, const knob_values&>)
+    F(std::forward<A>(a)..., t, k);
+  else
+    F(std::forward<A>(a)..., k);
+}
+// schedule_fn adapters by how a schedule takes the outputs: one Func, the
+// projections' (stage, Func) pairs, greedy pick's ids and log-probabilities.
 template <auto F>
-void one_cpu(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-  F(c, o.at(0).func, t, k);
+void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+  call<F>(t, k, c, o.at(0).func);
 }
 template <auto F>
-void one_gpu(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
-  F(c, o.at(0).func, k);
+void projections(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+  call<F>(t, k, c, stages_of(o));
+}
+template <auto F>
+void pick(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
+  call<F>(t, k, c, o.at(0).func, o.at(1).func);
 }
 } // namespace detail
 
@@ -57,41 +73,25 @@ void one_gpu(const dsl::lowering& c, const std::vector<output>& o, const Halide:
 inline const std::map<std::string, section_info>& sections(family f) {
   using namespace detail;
   static const std::map<std::string, section_info> cpu_sections{
-      {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision, one_cpu<cpu::embedding>}},
-      {"head_projection",
-       {cpu::gemm_knobs(), cpu::gemm_revision,
-        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-          cpu::head_projection(c, stages_of(o), t, k);
-        }}},
-      {"attention", {cpu::attention_knobs(), cpu::attention_revision, one_cpu<cpu::attention>}},
-      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision, one_cpu<cpu::out_projection>}},
-      {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision, one_cpu<cpu::ffn>}},
-      {"layernorm", {cpu::row_knobs(), cpu::row_revision, one_cpu<cpu::layernorm>}},
-      {"softmax", {cpu::row_knobs(), cpu::row_revision, one_cpu<cpu::softmax>}},
-      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision, one_cpu<cpu::logits>}},
-      {"greedy_pick",
-       {cpu::pick_knobs(), cpu::row_revision,
-        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-          cpu::greedy_pick(c, o.at(0).func, o.at(1).func, t, k);
-        }}}};
+      {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision, one<cpu::embedding>}},
+      {"head_projection", {cpu::gemm_knobs(), cpu::gemm_revision, projections<cpu::head_projection>}},
+      {"attention", {cpu::attention_knobs(), cpu::attention_revision, one<cpu::attention>}},
+      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision, one<cpu::out_projection>}},
+      {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision, one<cpu::ffn>}},
+      {"layernorm", {cpu::row_knobs(), cpu::row_revision, one<cpu::layernorm>}},
+      {"softmax", {cpu::row_knobs(), cpu::row_revision, one<cpu::softmax>}},
+      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision, one<cpu::logits>}},
+      {"greedy_pick", {cpu::pick_knobs(), cpu::row_revision, pick<cpu::greedy_pick>}}};
   static const std::map<std::string, section_info> gpu_sections{
-      {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision, one_gpu<gpu::embedding>}},
-      {"head_projection",
-       {gpu::gemm_knobs(), gpu::gemm_revision,
-        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
-          gpu::head_projection(c, stages_of(o), k);
-        }}},
-      {"attention", {gpu::attention_knobs(), gpu::attention_revision, one_gpu<gpu::attention>}},
-      {"out_projection", {gpu::gemm_knobs(), gpu::gemm_revision, one_gpu<gpu::out_projection>}},
-      {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision, one_gpu<gpu::ffn>}},
-      {"layernorm", {gpu::row_knobs(), gpu::row_revision, one_gpu<gpu::layernorm>}},
-      {"softmax", {gpu::row_knobs(), gpu::row_revision, one_gpu<gpu::softmax>}},
-      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision, one_gpu<gpu::logits>}},
-      {"greedy_pick",
-       {gpu::pick_knobs(), gpu::row_revision,
-        [](const dsl::lowering& c, const std::vector<output>& o, const Halide::Target&, const knob_values& k) {
-          gpu::greedy_pick(c, o.at(0).func, o.at(1).func, k);
-        }}}};
+      {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision, one<gpu::embedding>}},
+      {"head_projection", {gpu::gemm_knobs(), gpu::gemm_revision, projections<gpu::head_projection>}},
+      {"attention", {gpu::attention_knobs(), gpu::attention_revision, one<gpu::attention>}},
+      {"out_projection", {gpu::gemm_knobs(), gpu::gemm_revision, one<gpu::out_projection>}},
+      {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision, one<gpu::ffn>}},
+      {"layernorm", {gpu::row_knobs(), gpu::row_revision, one<gpu::layernorm>}},
+      {"softmax", {gpu::row_knobs(), gpu::row_revision, one<gpu::softmax>}},
+      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision, one<gpu::logits>}},
+      {"greedy_pick", {gpu::pick_knobs(), gpu::row_revision, pick<gpu::greedy_pick>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {
