@@ -26,61 +26,21 @@ option(HALFORMER_GPU "Build the CUDA and OpenCL kernel libraries" ON)
 add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
 
 set(HALFORMER_KERNELS "")
-set(HALFORMER_CPU_FUNCTIONS "")
 # halformer_kernel(NAME [BUCKETS b ...]): function hf_NAME from the kernel NAME of
 # dsl/kernels.hpp (the generic generator with kernel=NAME; the DSL says its
-# arguments and its schedule). BUCKETS: the shape buckets (prefill, decode, decode1) the CPU
-# library holds a separately tuned variant for; with two or more, each is its own
-# multi-ISA function hf_NAME__<bucket> and hf_NAME is a generated C dispatcher
-# choosing by the call's shape (runtime/kernels/variants.c). List the buckets of
-# the kernel's shapes in the tuning preset (tuner/presets.cpp): the
-# knob export reports preset shapes whose bucket has no variant.
-# One multi-ISA CPU function of a kernel (VARIANT: kernel@bucket, or "").
-function(halformer_cpu_function fn variant kernel)
-  set(variant_param "")
-  if (variant)
-    set(variant_param variant=${variant})
-  endif ()
-  add_halide_library(${fn} FROM halformer.generators
-    GENERATOR kernel
-    FUNCTION_NAME ${fn}
-    TARGETS ${HALFORMER_X86_TARGETS}
-    USE_RUNTIME halformer_runtime
-    PARAMS kernel=${kernel} knob_file=${HALFORMER_KNOB_FILE} ${variant_param}
-    DEPENDS ${HALFORMER_KNOB_FILE})
-endfunction()
-
+# arguments and its schedule). BUCKETS: the shape buckets (prefill, decode, decode1)
+# the model runs the kernel in; the tuner tunes and the knob file holds a knob set
+# for each, and the generator makes each distinct set a specialize() branch of the
+# one pipeline (schedules/buckets.hpp).
 function(halformer_kernel name)
   cmake_parse_arguments(ARG "" "" "BUCKETS" ${ARGN})
-  set(cpu_functions "")
-  list(LENGTH ARG_BUCKETS bucket_count)
-  if (bucket_count GREATER 1)
-    set(parts "")
-    foreach (b IN LISTS ARG_BUCKETS)
-      halformer_cpu_function(hf_${name}__${b} ${name}@${b} ${name})
-      list(APPEND parts hf_${name}__${b})
-    endforeach ()
-    list(GET ARG_BUCKETS 0 first)
-    set(gen ${CMAKE_CURRENT_BINARY_DIR})
-    add_custom_command(OUTPUT ${gen}/hf_${name}.h ${gen}/hf_${name}_dispatch.c
-                       COMMAND halformer_dispatcher ${gen} hf_${name} ${name} ${ARG_BUCKETS}
-                       DEPENDS halformer_dispatcher ${gen}/hf_${name}__${first}.h
-                       COMMENT "Writing the shape dispatcher of hf_${name}" VERBATIM)
-    add_library(hf_${name} STATIC ${gen}/hf_${name}_dispatch.c)
-    target_include_directories(hf_${name} PUBLIC ${gen} ${CMAKE_SOURCE_DIR}/runtime/kernels)
-    target_link_libraries(hf_${name} PUBLIC ${parts} Halide::Runtime)
-    set_target_properties(hf_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON HALFORMER_PARTS "${parts}")
-    set(cpu_functions ${parts})
-    foreach (b IN LISTS ARG_BUCKETS)
-      set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_VARIANTS ${name}@${b})
-    endforeach ()
-  elseif (bucket_count EQUAL 1)
-    halformer_cpu_function(hf_${name} ${name}@${ARG_BUCKETS} ${name})
-    set(cpu_functions hf_${name})
-  else ()
-    halformer_cpu_function(hf_${name} "" ${name})
-    set(cpu_functions hf_${name})
-  endif ()
+  add_halide_library(hf_${name} FROM halformer.generators
+    GENERATOR kernel
+    FUNCTION_NAME hf_${name}
+    TARGETS ${HALFORMER_X86_TARGETS}
+    USE_RUNTIME halformer_runtime
+    PARAMS kernel=${name} knob_file=${HALFORMER_BUILD_KNOB_FILE}
+    DEPENDS ${HALFORMER_BUILD_KNOB_FILE})
   if (HALFORMER_GPU)
     foreach (api IN ITEMS opencl cuda)
       string(TOUPPER ${api} API)
@@ -94,7 +54,6 @@ function(halformer_kernel name)
     endforeach ()
   endif ()
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
-  set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} ${cpu_functions} PARENT_SCOPE)
   # The tuner's catalog: the kernel's shape buckets (the rest comes from the DSL).
   set(buckets "")
   foreach (b IN LISTS ARG_BUCKETS)
@@ -123,5 +82,3 @@ get_property(catalog GLOBAL PROPERTY HALFORMER_KERNEL_CATALOG)
 string(REGEX REPLACE ",\n$" "\n" catalog "${catalog}")
 file(WRITE ${CMAKE_BINARY_DIR}/share/halformer/kernels.json "[\n${catalog}]\n")
 set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
-set(HALFORMER_CPU_FUNCTIONS ${HALFORMER_CPU_FUNCTIONS} PARENT_SCOPE)
-get_property(HALFORMER_CPU_VARIANTS GLOBAL PROPERTY HALFORMER_CPU_VARIANTS) # kernel@bucket, for the tests

@@ -6,7 +6,9 @@
 // the only place an interface is written and the compiled function's arguments
 // carry the DSL's names (its *_metadata() says so to every caller). generate()
 // binds them and lowers the algorithm; schedule() applies the kernel's schedule
-// with the knob values for the target (generators never contain schedule code).
+// with the knob values for the target (generators never contain schedule code):
+// on a CPU, one specialize() branch per distinct knob set of the shape buckets
+// (schedules/buckets.hpp), so one pipeline serves prefill and decode calls.
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/kernels.hpp"
@@ -32,12 +34,11 @@ Halide::Type halide_type(dsl::dtype t) {
 class Kernel : public Halide::Generator<Kernel> {
 public:
   GeneratorParam<std::string> kernel{"kernel", ""};
-  // JSON knob values per ISA (schedules/knobs/*.json, or the build's exported file).
+  // JSON knob values per ISA and shape bucket (schedules/knobs/*.json, or the
+  // knob file the build chose: tuner/export_knobs.hpp).
   GeneratorParam<std::string> knob_file{"knob_file", ""};
-  // "name:value/..." overrides (the tuner's candidates).
+  // "name:value/..." overrides (the tuner's candidates): one knob set for every shape.
   GeneratorParam<std::string> knobs{"knobs", ""};
-  // "kernel@bucket": this build is the kernel's variant for one shape bucket.
-  GeneratorParam<std::string> variant{"variant", ""};
   // "t:128/batch:8/...": extent estimates by dimension (and scalar values by
   // name), for Halide's autoschedulers.
   GeneratorParam<std::string> estimates{"estimates", ""};
@@ -56,12 +57,20 @@ public:
   }
 
   void generate() {
-    const std::string section{interface_.schedule};
-    knob_values_ = schedules::load_knobs(section, schedules::knobs_of(section, get_target()), get_target(), knob_file,
-                                         knobs, variant);
+    const std::string name{interface_.name}, section{interface_.schedule};
+    const auto& decls = schedules::knobs_of(section, get_target());
+    auto sets = schedules::load_kernel_knobs(name, section, decls, get_target(), knob_file, knobs);
+    if (schedules::family_of(get_target()) == schedules::family::gpu)
+      sets.by_bucket.clear(); // GPU schedules have one knob set
     ctx_.estimates = schedules::parse_overrides(estimates);
-    ctx_.options = knob_values_.all(); // algorithm parameters among the knobs (attention's kv_chunk)
     bind_inputs();
+    if (!sets.by_bucket.empty() && !(ctx_.has_extent("t") && ctx_.has_extent("batch")))
+      throw std::invalid_argument(name + ": the knob file has shape-bucket knobs, but the kernel has no t "
+                                         "and batch dimensions to tell buckets apart");
+    branches_ = schedules::plan_branches(name, decls, sets.by_bucket, sets.general,
+                                         sets.by_bucket.empty() ? Halide::Expr() : ctx_.extent("t"),
+                                         sets.by_bucket.empty() ? Halide::Expr() : ctx_.extent("batch"));
+    ctx_.options = branches_.back().knobs.all(); // algorithm knobs (attention's kv_chunk), equal in every branch
     dsl::kernels::visit(interface_.name, [&](const auto& k) {
       std::size_t i = 0;
       dsl::hana::for_each(k.outputs(),
@@ -75,9 +84,12 @@ public:
     std::vector<schedules::output> outs;
     for (std::size_t i = 0; i < outputs_.size(); ++i)
       outs.push_back({stages_[i], Halide::Func(*outputs_[i])});
-    schedules::sections(schedules::family_of(get_target()))
-        .at(std::string(interface_.schedule))
-        .apply(ctx_, outs, get_target(), knob_values_);
+    const auto& section = schedules::sections(schedules::family_of(get_target())).at(std::string(interface_.schedule));
+    // Specialized branches first: a specialization inherits the directives made
+    // before it, so the general branch (the last) is scheduled after them.
+    for (const auto& b : branches_)
+      section.apply(ctx_, outs, get_target(), b.knobs,
+                    b.condition.defined() ? schedules::bucket_scope(b.condition) : schedules::bucket_scope());
   }
 
 private:
@@ -123,7 +135,7 @@ private:
   std::vector<Halide::GeneratorOutput<Buffer<>>*> outputs_;
   std::vector<std::string> stages_; // per output: the DSL stage it holds
   dsl::lowering ctx_;
-  schedules::knob_values knob_values_;
+  std::vector<schedules::bucket_branch> branches_; // one per distinct knob set, the general one last
 };
 
 } // namespace halformer::generators

@@ -1,6 +1,5 @@
 #include "build_lib.hpp"
 
-#include "dispatcher.hpp"
 #include "export_knobs.hpp"
 #include "halformer/error.hpp"
 #include "process.hpp"
@@ -108,8 +107,8 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
   export_report report;
   std::string knob_file = o.out_dir + "/knobs.json";
   if (api.empty())
-    report = export_knobs(t.knob_file, database(o.db_dir), hw, "transformer-base", knob_file, c.revisions,
-                          c.variant_plans());
+    report = export_knobs(t.knob_file, database(o.db_dir), hw, preset("transformer-base"), knob_file, c.revisions,
+                          c.bucket_plans(), c.algorithm_knobs);
   else
     knob_file = t.gpu_knob_file;
   std::vector<std::string> no_runtime;
@@ -120,11 +119,12 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
     emit += "," + e;
   std::vector<std::string> archives;
   const std::string runtime_dir = fs::path(t.runtime_header).parent_path().string();
-  // One multi-target Halide function; `variant`: kernel@bucket, or "".
-  auto generate = [&](const kernel_info& k, const std::string& fn, const std::string& variant) {
+  // One multi-target Halide function per kernel (its shape buckets are branches inside).
+  for (const kernel_info* k : kernels) {
+    const std::string fn = prefix + k->name;
     std::vector<std::string> argv{t.generator,
                                   "-g",
-                                  k.generator,
+                                  k->generator,
                                   "-f",
                                   fn,
                                   "-n",
@@ -135,33 +135,9 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
                                   obj,
                                   "target=" + join(no_runtime, ","),
                                   "knob_file=" + knob_file};
-    if (!variant.empty())
-      argv.push_back("variant=" + variant);
-    argv.insert(argv.end(), k.params.begin(), k.params.end());
+    argv.insert(argv.end(), k->params.begin(), k->params.end());
     run_or_throw(argv, "generating " + fn);
     archives.push_back(obj + "/" + fn + ".a");
-  };
-  for (const kernel_info* k : kernels) {
-    const std::string fn = prefix + k->name;
-    // CPU libraries hold the kernel's shape variants behind a dispatcher (as the build does).
-    const std::vector<std::string> buckets = api.empty() ? k->buckets : std::vector<std::string>{};
-    if (buckets.size() > 1) {
-      for (const auto& b : buckets)
-        generate(*k, fn + "__" + b, k->name + "@" + b);
-      write_dispatcher(obj, fn, k->name, buckets);
-      run_or_throw({t.cc, "-std=c11", "-O2", "-fPIC", "-c", "-I" + obj,
-                    "-I" + fs::path(t.kernel_header).parent_path().string(), "-I" + runtime_dir,
-                    obj + "/" + fn + "_dispatch.c", "-o", obj + "/" + fn + "_dispatch.o"},
-                   "compiling the dispatcher of " + fn);
-      run_or_throw({"ar", "rcs", obj + "/" + fn + "_dispatch.a", obj + "/" + fn + "_dispatch.o"},
-                   "archiving the dispatcher of " + fn);
-      archives.push_back(obj + "/" + fn + "_dispatch.a");
-      for (const auto& b : buckets)
-        fs::copy_file(obj + "/" + fn + "__" + b + ".h", o.out_dir + "/" + fn + "__" + b + ".h",
-                      fs::copy_options::overwrite_existing);
-    } else {
-      generate(*k, fn, buckets.size() == 1 ? k->name + "@" + buckets.front() : "");
-    }
     fs::copy_file(obj + "/" + fn + ".h", o.out_dir + "/" + fn + ".h", fs::copy_options::overwrite_existing);
   }
   // One Halide runtime for every kernel: the baseline (last) target's, with the

@@ -47,8 +47,8 @@ const kernel_info& catalog::kernel(const std::string& name) const {
   throw error("unknown kernel '" + name + "'; kernels:" + known);
 }
 
-std::map<std::string, variant_plan> catalog::variant_plans() const {
-  std::map<std::string, variant_plan> plans;
+std::map<std::string, bucket_plan> catalog::bucket_plans() const {
+  std::map<std::string, bucket_plan> plans;
   for (const auto& k : kernels)
     if (!k.buckets.empty())
       plans[k.name] = {k.knob_section, k.buckets};
@@ -69,17 +69,21 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
                          k.value("buckets", std::vector<std::string>{})});
   }
   // The CPU schedules' spaces at the top level, the GPU schedules' under "gpu".
-  auto read_spaces = [](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs) {
+  auto read_spaces = [&c](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs,
+                          bool cpu) {
     if (j.contains("_revisions"))
       revs = j["_revisions"].get<std::map<std::string, int>>();
     for (const auto& [section, knobs] : j.items())
       if (section[0] != '_' && section != "gpu")
-        for (const auto& k : knobs)
+        for (const auto& k : knobs) {
           out[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
+          if (cpu && k.value("algorithm", false))
+            c.algorithm_knobs[section].insert(k.at("name").get<std::string>());
+        }
   };
-  read_spaces(spaces, c.spaces, c.revisions);
+  read_spaces(spaces, c.spaces, c.revisions, true);
   if (spaces.contains("gpu"))
-    read_spaces(spaces["gpu"], c.gpu_spaces, c.gpu_revisions);
+    read_spaces(spaces["gpu"], c.gpu_spaces, c.gpu_revisions, false);
   for (auto& k : c.kernels)
     if (auto r = c.revisions.find(k.knob_section); r != c.revisions.end())
       k.revision = r->second;

@@ -1,60 +1,55 @@
 #include "export_knobs.hpp"
 
 #include "halformer/error.hpp"
-#include "presets.hpp"
 #include "tuner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 namespace halformer::tuner {
 
-export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
-                           const std::string& preset_name, const std::string& out_file,
-                           const std::map<std::string, int>& revisions,
-                           const std::map<std::string, variant_plan>& variants) {
-  std::ifstream in(default_knob_file);
-  if (!in)
-    throw error("cannot open " + default_knob_file);
-  nlohmann::json knobs = nlohmann::json::parse(in);
-  const auto records = db.load();
-  const auto entries = preset(preset_name);
-  // Branch knobs: a schedule's "gemv_*" knobs size its decode matrix-vector
-  // branch alone, which prefill shapes never take; they come from the best
-  // record at a one-row decode shape (t = 1, batch = 1), the rest from the
-  // best record at the preset's primary shape.
+namespace {
+
+// A knob-set record of `section` measured here, now, at (kernel, shape) on `isa`.
+struct usable_at {
+  const hardware& hw;
+  const std::map<std::string, int>& revisions;
+  bool operator()(const record& r, const std::string& section, const std::string& isa, const std::string& kernel,
+                  const std::string& shape) const {
+    const int revision = revisions.count(section) ? revisions.at(section) : 1;
+    return r.knob_section == section && tuned_candidate(r, kernel, shape, target_of_isa(isa), hw.key(), revision);
+  }
+};
+
+std::string ms(double v) { return std::to_string(v) + " ms"; }
+
+// Section-level values: the record at the section's first primary shape that has
+// one; the decode GEMV branch's knobs ("gemv_*"), which prefill shapes never run,
+// from the first one-row decode shape's.
+void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& records,
+                           const std::vector<preset_entry>& shapes, const usable_at& usable, export_report& report) {
   const auto branch_knob = [](const std::string& n) {
     return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
   };
-  export_report report;
   for (auto& [section, isas] : knobs.items()) {
     if (section[0] == '_')
       continue;
     for (auto& [isa, values] : isas.items()) {
-      const std::string target = target_of_isa(isa);
-      const int revision = revisions.count(section) ? revisions.at(section) : 1;
-      // A knob-set record of this section measured here, now, at entry e.
-      const auto usable = [&](const record& r, const preset_entry& e) {
-        return r.knob_section == section && tuned_candidate(r, e.kernel, e.shape, target, hw.key(), revision);
-      };
-      const record* best = nullptr;
-      std::string where;
-      // The section's first primary shape (in preset order) that has records
-      // decides: timings of different shapes are not comparable.
-      for (const auto& e : entries)
-        if (e.primary && !best)
-          if ((best = pick_tuned(records, [&](const record& r) { return usable(r, e); })))
-            where = e.kernel + " " + e.shape;
-      const record* gemv = nullptr;
-      std::string gemv_where;
-      for (const auto& e : entries)
-        if (bucket_of(e.shape) == "decode1" && !gemv)
-          if ((gemv = pick_tuned(records, [&](const record& r) {
-                 return usable(r, e) && std::any_of(r.knobs.begin(), r.knobs.end(),
-                                                    [&](const auto& kv) { return branch_knob(kv.first); });
-               })))
-            gemv_where = e.kernel + " " + e.shape;
+      const record *best = nullptr, *gemv = nullptr;
+      std::string where, gemv_where;
+      for (const auto& e : shapes) {
+        const auto ok = [&](const record& r) { return usable(r, section, isa, e.kernel, e.shape); };
+        if (e.primary && !best && (best = pick_tuned(records, ok)))
+          where = e.kernel + " " + e.shape;
+        if (bucket_of(e.shape) == "decode1" && !gemv &&
+            (gemv = pick_tuned(records, [&](const record& r) {
+               return ok(r) && std::any_of(r.knobs.begin(), r.knobs.end(),
+                                           [&](const auto& kv) { return branch_knob(kv.first); });
+             })))
+          gemv_where = e.kernel + " " + e.shape;
+      }
       if (!best && !gemv) {
         report.defaulted.push_back(section + "." + isa);
         continue;
@@ -64,77 +59,116 @@ export_report export_knobs(const std::string& default_knob_file, const database&
         for (const auto& [name, v] : best->knobs)
           if (!branch_knob(name) || !gemv)
             values[name] = v;
-        why += " " + where + ", " + std::to_string(best->median_ms) + " ms (" + best->when + ")";
-        report.tuned.push_back(section + "." + isa + " (" + where + ": " + std::to_string(best->median_ms) + " ms)");
+        why += " " + where + ", " + ms(best->median_ms) + " (" + best->when + ")";
+        report.tuned.push_back(section + "." + isa + " (" + where + ": " + ms(best->median_ms) + ")");
       }
       if (gemv) {
         for (const auto& [name, v] : gemv->knobs)
           if (branch_knob(name))
             values[name] = v;
-        why += "; gemv_* knobs: " + gemv_where + ", " + std::to_string(gemv->median_ms) + " ms";
-        report.tuned.push_back(section + "." + isa + " gemv (" + gemv_where + ": " + std::to_string(gemv->median_ms) +
-                               " ms)");
+        why += "; gemv_* knobs: " + gemv_where + ", " + ms(gemv->median_ms);
+        report.tuned.push_back(section + "." + isa + " gemv (" + gemv_where + ": " + ms(gemv->median_ms) + ")");
       }
       values["_why"] = why;
     }
   }
+}
 
-  // Per-kernel variants, one per shape bucket the build compiles (see header).
-  nlohmann::json out_variants = nlohmann::json::object();
-  for (const auto& [kernel, plan] : variants) {
-    if (!knobs.contains(plan.section))
-      throw error("kernel " + kernel + ": the knob file has no section " + plan.section);
-    for (const auto& bucket : plan.buckets) {
-      const preset_entry* at = nullptr;
-      for (const auto& e : entries)
-        if (e.kernel == kernel && bucket_of(e.shape) == bucket && !at)
-          at = &e;
-      for (const auto& [isa, section_values] : knobs[plan.section].items()) {
-        nlohmann::json values = section_values;
-        const std::string target = target_of_isa(isa);
-        const int revision = revisions.count(plan.section) ? revisions.at(plan.section) : 1;
-        const record* rec = at ? pick_tuned(records,
-                                            [&](const record& r) {
-                                              return r.knob_section == plan.section &&
-                                                     tuned_candidate(r, kernel, at->shape, target, hw.key(), revision);
-                                            })
-                               : nullptr;
-        if (rec) {
-          for (const auto& [name, v] : rec->knobs)
-            values[name] = v;
-          values["_why"] = "tuned on this machine at " + at->shape + ": " + std::to_string(rec->median_ms) + " ms" +
-                           (rec->confirmed() ? " (confirmed)" : "") + " (" + rec->when + ")";
-          report.tuned.push_back(kernel + "@" + bucket + "." + isa + " (" + at->shape + ": " +
-                                 std::to_string(rec->median_ms) + " ms)");
-        } else {
-          values["_why"] = "no tuned record" + (at ? " at " + at->shape : std::string(" (no preset shape)")) +
-                           ": the values of section " + plan.section;
-        }
-        out_variants[kernel][bucket][isa] = values;
-      }
-    }
+// One kernel's knob set for one bucket on one ISA: the section's values, the
+// base file's bucket values over them, then the record at the bucket's shape.
+nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel, const bucket_plan& plan,
+                          const std::string& bucket, const std::string& isa, const std::vector<record>& records,
+                          const preset_entry* at, const usable_at& usable, const std::set<std::string>& algorithm,
+                          export_report& report) {
+  nlohmann::json values = knobs[plan.section][isa];
+  values.erase("_why");
+  const nlohmann::json::json_pointer base("/_buckets/" + kernel + "/" + bucket);
+  if (knobs.contains(base))
+    for (const char* key : {"any", isa.c_str()})
+      if (knobs[base].contains(key))
+        values.update(knobs[base][key]);
+  const auto same_algorithm = [&](const record& r) {
+    return std::all_of(algorithm.begin(), algorithm.end(),
+                       [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); });
+  };
+  const record* rec = at ? pick_tuned(records,
+                                      [&](const record& r) {
+                                        return usable(r, plan.section, isa, kernel, at->shape) && same_algorithm(r);
+                                      })
+                         : nullptr;
+  if (!rec) {
+    if (!values.contains("_why"))
+      values["_why"] = "no tuned record" + (at ? " at " + at->shape : std::string(" (no such shape tuned)")) +
+                       ": the values of section " + plan.section;
+    return values;
   }
-  for (const auto& e : entries) {
-    const auto v = variants.find(e.kernel);
-    const std::string b = bucket_of(e.shape);
-    if (v != variants.end() &&
-        std::find(v->second.buckets.begin(), v->second.buckets.end(), b) == v->second.buckets.end())
-      report.unvariant.push_back(e.kernel + " " + e.shape + " (bucket " + b + ")");
-  }
-  if (!variants.empty())
-    knobs["_variants"] = out_variants;
-  std::filesystem::create_directories(std::filesystem::path(out_file).parent_path());
-  const std::string text = knobs.dump(2) + "\n";
-  {
-    std::ifstream old(out_file);
-    const std::string before((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
-    if (before == text)
-      return report; // unchanged: keep the timestamp, so kernels are not rebuilt
-  }
+  for (const auto& [name, v] : rec->knobs)
+    values[name] = v;
+  values["_why"] = "tuned on this machine at " + at->shape + ": " + ms(rec->median_ms) +
+                   (rec->confirmed() ? " (confirmed)" : "") + " (" + rec->when + ")";
+  report.tuned.push_back(kernel + "@" + bucket + "." + isa + " (" + at->shape + ": " + ms(rec->median_ms) + ")");
+  return values;
+}
+
+void write_if_changed(const std::string& out_file, const std::string& text) {
+  std::ifstream old(out_file);
+  const std::string before((std::istreambuf_iterator<char>(old)), std::istreambuf_iterator<char>());
+  if (before == text)
+    return; // unchanged: keep the timestamp, so kernels are not rebuilt
+  if (const auto dir = std::filesystem::path(out_file).parent_path(); !dir.empty())
+    std::filesystem::create_directories(dir);
   std::ofstream out(out_file + ".tmp");
-  out << text;
+  if (!(out << text))
+    throw error("cannot write " + out_file);
   out.close();
   std::filesystem::rename(out_file + ".tmp", out_file);
+}
+
+} // namespace
+
+export_report export_knobs(const std::string& base_knob_file, const database& db, const hardware& hw,
+                           const std::vector<preset_entry>& shapes, const std::string& out_file,
+                           const std::map<std::string, int>& revisions, const std::map<std::string, bucket_plan>& plans,
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs) {
+  std::ifstream in(base_knob_file);
+  if (!in)
+    throw error("cannot open " + base_knob_file);
+  nlohmann::json knobs = nlohmann::json::parse(in);
+  const auto records = db.load();
+  const usable_at usable{hw, revisions};
+  export_report report;
+  adopt_section_records(knobs, records, shapes, usable, report);
+
+  nlohmann::json buckets = knobs.value("_buckets", nlohmann::json::object());
+  for (const auto& [kernel, plan] : plans) {
+    if (!knobs.contains(plan.section))
+      throw error("kernel " + kernel + ": the knob file has no section " + plan.section);
+    const auto algorithm =
+        algorithm_knobs.count(plan.section) ? algorithm_knobs.at(plan.section) : std::set<std::string>{};
+    for (const auto& bucket : plan.buckets) {
+      const preset_entry* at = nullptr;
+      for (const auto& e : shapes)
+        if (e.kernel == kernel && bucket_of(e.shape) == bucket && !at)
+          at = &e;
+      nlohmann::json sets = nlohmann::json::object();
+      for (const auto& [isa, section_values] : knobs[plan.section].items())
+        sets[isa] = bucket_set(knobs, kernel, plan, bucket, isa, records, at, usable, algorithm, report);
+      buckets[kernel][bucket] = sets;
+    }
+  }
+  for (const auto& e : shapes) {
+    const auto p = plans.find(e.kernel);
+    if (p != plans.end() &&
+        std::find(p->second.buckets.begin(), p->second.buckets.end(), bucket_of(e.shape)) == p->second.buckets.end())
+      report.unplanned.push_back(e.kernel + " " + e.shape + " (bucket " + bucket_of(e.shape) + ")");
+  }
+  if (!buckets.empty())
+    knobs["_buckets"] = buckets;
+  knobs["_source"] = {{"hardware", hw.key()},
+                      {"base", std::filesystem::path(base_knob_file).filename().string()},
+                      {"shapes", shapes.size()},
+                      {"tuned_sets", report.tuned.size()}};
+  write_if_changed(out_file, knobs.dump(2) + "\n");
   return report;
 }
 

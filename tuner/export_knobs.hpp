@@ -1,17 +1,24 @@
-// Knob values for a build, from the default knob file and this machine's records:
+// The knob file a build uses (the generators' knob_file), from a base knob file
+// (the hand defaults, or this hardware's earlier knob file) and this machine's
+// records in the schedule database:
 // - each (knob section, ISA) takes the tuned record (database.hpp: pick_tuned) at
-//   the section's first primary preset shape that has one, its decode GEMV knobs
-//   from the one-row decode shape's; these serve every kernel of the section;
-// - each kernel variant (kernel x shape bucket, declared by the build: kernels.json)
-//   takes the tuned record at the preset shape of its bucket, under "_variants";
-//   a variant without one keeps its section's values.
-// Another machine's records are never used; the report says what was tuned.
+//   the section's first primary shape that has one, its decode GEMV knobs from the
+//   one-row decode shape's; these serve every kernel of the section;
+// - each kernel x shape bucket it runs in (kernels.json) takes the tuned record at
+//   the first of `shapes` in that bucket, under "_buckets" (schedules/buckets.hpp:
+//   each distinct set is a specialize() branch); one without keeps the base's.
+//   Algorithm knobs (one value per pipeline) are the section's: a bucket adopts
+//   only a record measured with those values.
+// Another machine's records are never used; the report says what was tuned, and
+// "_source" in the file says which hardware, base and shapes it came from.
 #pragma once
 
 #include "database.hpp"
 #include "hardware.hpp"
+#include "presets.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,11 +27,11 @@ namespace halformer::tuner {
 struct export_report {
   std::vector<std::string> tuned;     // "section.isa (kernel shape: 1.23 ms)", "kernel@bucket.isa (...)"
   std::vector<std::string> defaulted; // "section.isa"
-  std::vector<std::string> unvariant; // preset shapes whose bucket the kernel has no variant for
+  std::vector<std::string> unplanned; // shapes in a bucket the kernel has no knob set for
 };
 
-// The variants the build compiles for a kernel: its knob section and buckets.
-struct variant_plan {
+// The shape buckets a kernel has knob sets for, and its knob section.
+struct bucket_plan {
   std::string section;
   std::vector<std::string> buckets;
 };
@@ -36,9 +43,11 @@ struct variant_plan {
 // every shape.
 // `revisions`: each knob section's current schedule revision; records measured with
 // another revision are ignored (a missing section counts as revision 1).
-export_report export_knobs(const std::string& default_knob_file, const database& db, const hardware& hw,
-                           const std::string& preset_name, const std::string& out_file,
+// `algorithm_knobs`: per knob section, the knobs that shape the algorithm.
+export_report export_knobs(const std::string& base_knob_file, const database& db, const hardware& hw,
+                           const std::vector<preset_entry>& shapes, const std::string& out_file,
                            const std::map<std::string, int>& revisions,
-                           const std::map<std::string, variant_plan>& variants = {});
+                           const std::map<std::string, bucket_plan>& plans = {},
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs = {});
 
 } // namespace halformer::tuner

@@ -1,5 +1,9 @@
 #include "hardware.hpp"
 
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+
 #include <algorithm>
 #include <dlfcn.h>
 #include <fstream>
@@ -10,6 +14,26 @@
 namespace halformer::tuner {
 
 std::string hardware::key() const { return cpu + "|" + features + "|" + std::to_string(cores); }
+
+std::string hardware::slug() const {
+  std::string name;
+  for (char c : cpu)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      name += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!name.empty() && name.back() != '-')
+      name += '-';
+  while (!name.empty() && name.back() == '-')
+    name.pop_back();
+  const std::string isa = features.find("avx512f") != std::string::npos ? "avx512"
+                          : features.find("avx2") != std::string::npos  ? "avx2"
+                                                                        : "sse41";
+  std::uint32_t h = 2166136261u; // FNV-1a of the whole key: CPUs with one name differ in features or cores
+  for (char c : key())
+    h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return name + "-" + isa + "-" + std::to_string(cores) + "c-" + hex;
+}
 
 hardware this_machine() {
   hardware h;

@@ -8,10 +8,11 @@
 namespace halformer::tuner {
 
 struct hardware {
-  std::string cpu;         // /proc/cpuinfo "model name"
-  std::string features;    // the x86 vector features that matter, sorted
-  int cores = 0;           // online logical CPUs
-  std::string key() const; // "cpu|features|cores"
+  std::string cpu;          // /proc/cpuinfo "model name"
+  std::string features;     // the x86 vector features that matter, sorted
+  int cores = 0;            // online logical CPUs
+  std::string key() const;  // "cpu|features|cores"
+  std::string slug() const; // "amd-epyc-avx2-2c-1f3a9c0d": a file name for this hardware's knob file
 };
 
 hardware this_machine();

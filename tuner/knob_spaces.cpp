@@ -1,5 +1,5 @@
 // Prints every schedule's knob declarations as JSON, {section: [{name, allowed,
-// meaning}]} for the CPU schedules and the same under "gpu" for the GPU ones, with
+// meaning, algorithm}]} for the CPU schedules and the same under "gpu" for the GPU ones, with
 // "_revisions" beside each: the tuner's search spaces, straight from the code.
 #include "halformer/schedules/kernels.hpp"
 
@@ -12,7 +12,8 @@ int main() {
     for (const auto& [section, info] : sections(f)) {
       j["_revisions"][section] = info.revision;
       for (const auto& d : info.knobs)
-        j[section].push_back({{"name", d.name}, {"allowed", d.allowed}, {"meaning", d.meaning}});
+        j[section].push_back(
+            {{"name", d.name}, {"allowed", d.allowed}, {"meaning", d.meaning}, {"algorithm", d.algorithm}});
     }
     return j;
   };

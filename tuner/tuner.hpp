@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace halformer::tuner {
 struct toolchain {
   std::string generator;                     // halformer.generators
   std::string cxx;                           // the C++ compiler (links candidates)
-  std::string cc;                            // the C compiler (build-lib's dispatchers)
+  std::string cc;                            // the C compiler (build-lib's kernel list)
   std::string harness_dir;                   // libtuner_harness_<kernel>.a
   std::string runtime_lib;                   // the Halide runtime candidates link against
   std::string knob_file;                     // default knob values
@@ -36,7 +37,7 @@ struct kernel_info {
   std::string name, generator, knob_section;
   std::vector<std::string> params;  // generator params: kernel=<name>
   int revision = 1;                 // its schedule's revision (knob_spaces.json)
-  std::vector<std::string> buckets; // the shape variants the CPU library builds (database.hpp: bucket_of)
+  std::vector<std::string> buckets; // the shape buckets it runs in, each with a knob set (schedules/buckets.hpp)
 };
 using knob_space = std::vector<std::pair<std::string, std::vector<int>>>;
 using knob_set = std::map<std::string, int>;
@@ -48,7 +49,8 @@ struct catalog {
   std::map<std::string, knob_space> gpu_spaces; // the GPU schedules' (cuda, opencl)
   std::map<std::string, int> gpu_revisions;
   const kernel_info& kernel(const std::string& name) const;
-  std::map<std::string, variant_plan> variant_plans() const; // kernels with shape variants
+  std::map<std::string, std::set<std::string>> algorithm_knobs; // by knob section (CPU schedules)
+  std::map<std::string, bucket_plan> bucket_plans() const;      // kernels with shape buckets
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };
 

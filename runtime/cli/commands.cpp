@@ -190,12 +190,13 @@ void print_info(const std::string& dir, const load_options& lo) {
           text += (text.empty() ? "" : " ") + name + "=" + v.dump();
       return text;
     };
-    const auto variants = knobs.value("_variants", nlohmann::json::object());
-    if (variants.contains(k)) // one tuned variant per shape bucket (halformer_kernels.h)
-      for (const auto& [bucket, isas] : variants[k].items())
-        fmt::print("  hf_{:<16} {} schedule, {} variant [{}]: {}\n", k, sched, bucket, isa, values(isas[isa]));
-    else
-      fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
+    fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
+    // Knob sets of shape buckets: specialize() branches inside hf_<k> (schedules/buckets.hpp).
+    const auto buckets = knobs.value("_buckets", nlohmann::json::object());
+    if (buckets.contains(k))
+      for (const auto& [bucket, isas] : buckets[k].items())
+        if (bucket[0] != '_' && (isas.contains(isa) || isas.contains("any")))
+          fmt::print("    {:<8} bucket: {}\n", bucket, values(isas.contains(isa) ? isas[isa] : isas["any"]));
   }
   fmt::print("Halide: {} (AOT; the kernels need no Halide at run time)\n", halide_version());
   if (!dir.empty()) {

@@ -49,26 +49,5 @@ int main(int argc, char** argv) {
   std::printf("kernel tests: %s, seed %u (HALFORMER_TEST_SEED=%u replays)\n", backend, test::seed_value,
               test::seed_value);
   const int failed = Catch::Session().run(argc, argv);
-#if defined(HALFORMER_CPU_VARIANTS) && !defined(HALFORMER_TEST_OPENCL)
-  // Every shape variant of the library must have been tested: each ran at least
-  // once (a full run only; a filtered one cannot promise it).
-  if (argc == 1) {
-    int unexercised = 0;
-    std::string list = HALFORMER_CPU_VARIANTS;
-    for (std::size_t at = 0; at < list.size();) {
-      const std::size_t end = std::min(list.find(',', at), list.size());
-      const std::string v = list.substr(at, end - at), kernel = v.substr(0, v.find('@')),
-                        bucket = v.substr(v.find('@') + 1);
-      if (halformer_variant_calls(kernel.c_str(), bucket.c_str()) == 0) {
-        std::fprintf(stderr, "no test ran the %s variant of %s\n", bucket.c_str(), kernel.c_str());
-        ++unexercised;
-      }
-      at = end + 1;
-    }
-    if (unexercised)
-      return failed ? failed : 1;
-    std::printf("every shape variant ran (%s)\n", HALFORMER_CPU_VARIANTS);
-  }
-#endif
   return failed;
 }

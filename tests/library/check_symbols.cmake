@@ -1,24 +1,20 @@
-# cmake -DNM=nm -DARCHIVE=libhalformer_kernels.a -DKERNELS=a|b -DFUNCTIONS=hf_a|hf_b__prefill|hf_b__decode
-#       -DTARGETS=t1|t2|t3 -P check_symbols.cmake
+# cmake -DNM=nm -DARCHIVE=libhalformer_kernels.a -DKERNELS=a|b -DTARGETS=t1|t2|t3 -P check_symbols.cmake
 # The archive must define every kernel's entry point hf_<k>, one function per ISA
-# target of each Halide function (a kernel's own, or its shape variants'), the
-# ISA-selection and variant API, and one Halide runtime.
+# target of each kernel (its shape buckets are branches inside each), the
+# ISA-selection API, and one Halide runtime.
 execute_process(COMMAND ${NM} -g --defined-only ${ARCHIVE} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
 if (NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${ARCHIVE}")
 endif ()
 string(REPLACE "|" ";" KERNELS "${KERNELS}")
 string(REPLACE "|" ";" TARGETS "${TARGETS}")
-string(REPLACE "|" ";" FUNCTIONS "${FUNCTIONS}")
 set(missing "")
 set(count 0)
 set(wanted "")
 foreach (k IN LISTS KERNELS)
   list(APPEND wanted "hf_${k}")
-endforeach ()
-foreach (f IN LISTS FUNCTIONS)
   foreach (t IN LISTS TARGETS)
-    list(APPEND wanted "${f}-${t}-no_runtime")
+    list(APPEND wanted "hf_${k}-${t}-no_runtime")
   endforeach ()
 endforeach ()
 foreach (s IN LISTS wanted)
@@ -29,7 +25,7 @@ foreach (s IN LISTS wanted)
       list(APPEND missing ${s})
     endif ()
 endforeach ()
-foreach (s IN ITEMS halformer_kernels_init halformer_choose_variant halformer_variant_calls halformer_force_isa halformer_active_isa halformer_last_error halide_malloc)
+foreach (s IN ITEMS halformer_kernels_init halformer_force_isa halformer_active_isa halformer_last_error halide_malloc)
   string(REGEX MATCH "\n[0-9a-f]+ [TW] ${s}\n" found "\n${symbols}")
   if (NOT found)
     list(APPEND missing ${s})

@@ -3,7 +3,6 @@
 // recorded; a real candidate is verified and measured; database lookups are exact
 // on the hardware identity, and a miss falls back to the defaults, saying so.
 #include "database.hpp"
-#include "dispatcher.hpp"
 #include "export_knobs.hpp"
 #include "tuner.hpp"
 
@@ -169,12 +168,12 @@ TEST_CASE("shape buckets: prefill, decode, one-row decode", "[tuner]") {
   CHECK(bucket_of("t=1,batch=1,vocab=32000") == "decode1");
 }
 
-TEST_CASE("each kernel variant takes the record at its bucket's preset shape", "[tuner][database]") {
+TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset shape", "[tuner][database]") {
   temp_dir work("variants");
   database db(work.path);
   const auto hw = this_machine();
   const auto c = real_catalog();
-  const auto plans = c.variant_plans();
+  const auto plans = c.bucket_plans();
   REQUIRE(plans.count("qkv_projection"));
   CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1"});
   record r;
@@ -184,15 +183,16 @@ TEST_CASE("each kernel variant takes the record at its bucket's preset shape", "
   r.knobs = {{"vectors", 1},     {"rows", 2},   {"tiles_per_task", 16}, {"row_tiles_per_task", 8},
              {"gemv_cols", 128}, {"gemv_k", 8}, {"gemv_vectors", 2}};
   db.append(r);
-  record kv = r; // another kernel of the same section: only its own variants take it
+  record kv = r; // another kernel of the same section: only its own buckets take it
   kv.kernel = "kv_projection", kv.shape = canonical_shape("d_k=64,heads=8,t=128,batch=8"), kv.knobs["rows"] = 6;
   db.append(kv);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", c.revisions, plans);
-  CHECK(report.unvariant.empty()); // the build declares a variant for every preset shape's bucket
+  const auto report =
+      export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", c.revisions, plans);
+  CHECK(report.unplanned.empty()); // the build declares a knob set for every preset shape's bucket
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in);
-  const auto& v = j["_variants"];
+  const auto& v = j["_buckets"];
   CHECK(v["qkv_projection"]["decode"]["avx512"]["tiles_per_task"] == 16);
   CHECK(v["qkv_projection"]["decode"]["avx512"]["rows"] == 2);
   CHECK(v["kv_projection"]["prefill"]["avx512"]["rows"] == 6);
@@ -200,23 +200,6 @@ TEST_CASE("each kernel variant takes the record at its bucket's preset shape", "
   CHECK(v["qkv_projection"]["prefill"]["avx512"]["rows"] == j["head_projection"]["avx512"]["rows"]);
   CHECK(v["qkv_projection"]["decode"]["avx2"]["rows"] == j["head_projection"]["avx2"]["rows"]);
   CHECK_THAT(v["qkv_projection"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
-}
-
-TEST_CASE("a kernel's dispatcher is written from its first variant's header", "[tuner]") {
-  temp_dir work("dispatch");
-  std::ofstream(work.path + "/hf_x__prefill.h")
-      << "#ifndef HALIDE_hf_x__prefill_h\nint hf_x__prefill(struct halide_buffer_t *_a_buffer, float _eps, "
-         "struct halide_buffer_t *_out_buffer);\nint hf_x__prefill_argv(void **args);\n#endif\n";
-  write_dispatcher(work.path, "hf_x", "x", {"prefill", "decode1"});
-  std::ifstream h(work.path + "/hf_x.h"), cfile(work.path + "/hf_x_dispatch.c");
-  const std::string header((std::istreambuf_iterator<char>(h)), {}), c((std::istreambuf_iterator<char>(cfile)), {});
-  CHECK_THAT(header, Catch::Contains("int hf_x(struct halide_buffer_t *_a_buffer, float _eps,"));
-  CHECK_THAT(header, Catch::Contains("HALIDE_hf_x_h"));
-  CHECK_THAT(c, Catch::Contains("void *args[] = {(void *)_a_buffer, (void *)&_eps, (void *)_out_buffer};"));
-  CHECK_THAT(c, Catch::Contains("{hf_x__prefill_argv, hf_x__decode1_argv}"));
-  CHECK_THROWS_WITH(write_dispatcher(work.path, "hf_x", "x", {"prefill"}), Catch::Contains("two variants"));
-  CHECK_THROWS_WITH(write_dispatcher(work.path, "hf_y", "y", {"prefill", "decode"}),
-                    Catch::Contains("hf_y__prefill.h"));
 }
 
 TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {
@@ -263,13 +246,13 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
   CHECK(db.best(r.kernel, r.shape, r.target, r.hardware).has_value());
 
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k1.json", {});
+  auto report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k1.json", {});
   CHECK(report.tuned.empty());
   CHECK(std::find(report.defaulted.begin(), report.defaulted.end(), "layernorm.avx512") != report.defaulted.end());
 
   r.hardware = hw.key(), r.median_ms = 2.0;
   db.append(r);
-  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k2.json", {});
+  report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k2.json", {});
   REQUIRE(report.tuned.size() == 1);
   CHECK_THAT(report.tuned[0], Catch::StartsWith("layernorm.avx512"));
   std::ifstream in(work.path + "/k2.json");
@@ -284,7 +267,7 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
     CHECK(record::from_json(r2.to_json(), "test").schedule_revision == 7);
   }
   // A record measured with an older revision of the schedule is not used.
-  report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k3.json", {{"layernorm", 2}});
+  report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k3.json", {{"layernorm", 2}});
   CHECK(report.tuned.empty());
 
   std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
@@ -308,7 +291,8 @@ TEST_CASE("a schedule's decode-branch knobs come from the decode record, the res
   db.append(prefill);
   db.append(decode);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report = export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", {{"logits", 2}});
+  const auto report =
+      export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"logits", 2}});
   CHECK(report.tuned.size() == 2);
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in)["logits"]["avx512"];
@@ -340,7 +324,7 @@ TEST_CASE("autoscheduler records compete in the search but are never built in", 
   r.median_ms = 0.5, r.knobs = with_rows_per_task(16), r.source = "mutation";
   db.append(r);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  export_knobs(defaults, db, hw, "transformer-base", work.path + "/k.json", {});
+  export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {});
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in);
   // ... but the build takes the best knob set, which runs at every shape.

@@ -29,7 +29,7 @@ struct output {
   Halide::Func func;
 };
 using schedule_fn = void (*)(const dsl::lowering&, const std::vector<output>&, const Halide::Target&,
-                             const knob_values&);
+                             const knob_values&, const bucket_scope&);
 
 struct section_info {
   std::vector<knob_decl> knobs;
@@ -44,27 +44,32 @@ inline std::vector<std::pair<std::string, Halide::Func>> stages_of(const std::ve
     pairs.emplace_back(o.stage, o.func);
   return pairs;
 }
-// Calls a schedule with the target where it takes one (CPU schedules size
-// registers and vectors by it) and without where it does not (GPU schedules).
-template <auto F, class... A> void call(const Halide::Target& t, const knob_values& k, A&&... a) {
-  if constexpr (std::is_invocable_v<decltype(F), A..., const Halide::Target&, const knob_values&>)
-    F(std::forward<A>(a)..., t, k);
+// Calls a schedule as it is declared: CPU schedules take the target (they size
+// registers and vectors by it) and a bucket scope (one knob set per shape bucket);
+// GPU schedules take neither and have one knob set, so they run once, unscoped.
+template <auto F, class... A>
+void call(const Halide::Target& t, const knob_values& k, const bucket_scope& in, A&&... a) {
+  if constexpr (std::is_invocable_v<decltype(F), A..., const Halide::Target&, const knob_values&, const bucket_scope&>)
+    F(std::forward<A>(a)..., t, k, in);
   else
     F(std::forward<A>(a)..., k);
 }
 // schedule_fn adapters by how a schedule takes the outputs: one Func, the
 // projections' (stage, Func) pairs, greedy pick's ids and log-probabilities.
 template <auto F>
-void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-  call<F>(t, k, c, o.at(0).func);
+void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
+         const bucket_scope& in) {
+  call<F>(t, k, in, c, o.at(0).func);
 }
 template <auto F>
-void projections(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-  call<F>(t, k, c, stages_of(o));
+void projections(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
+                 const bucket_scope& in) {
+  call<F>(t, k, in, c, stages_of(o));
 }
 template <auto F>
-void pick(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k) {
-  call<F>(t, k, c, o.at(0).func, o.at(1).func);
+void pick(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
+          const bucket_scope& in) {
+  call<F>(t, k, in, c, o.at(0).func, o.at(1).func);
 }
 } // namespace detail
 

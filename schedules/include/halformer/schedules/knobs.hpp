@@ -26,6 +26,7 @@ struct knob_decl {
   std::string name;
   std::vector<int> allowed; // the search space the tuner explores
   std::string meaning;
+  bool algorithm = false; // shapes the algorithm, not only its schedule (one value per pipeline)
 };
 
 // The knob-file section a target reads: its widest x86 vector ISA, or its GPU API.
@@ -101,49 +102,81 @@ inline std::map<std::string, int> parse_overrides(const std::string& text) {
   return out;
 }
 
-// Values for `kernel` on `target`: the knob file's section for the target's ISA
-// class, then the overrides. `variant` ("qkv_projection@decode1", a kernel's
-// variant for one shape bucket) reads _variants.<kernel>.<bucket>.<isa> instead
-// when the file has it (the build's exported knob file does; the hand defaults,
-// which hold no per-shape values, do not).
-inline knob_values load_knobs(const std::string& kernel, const std::vector<knob_decl>& decls,
-                              const Halide::Target& target, const std::string& knob_file, const std::string& overrides,
-                              const std::string& variant = "") {
+namespace detail {
+inline nlohmann::json read_knob_file(const std::string& knob_file) {
+  std::ifstream in(knob_file);
+  if (!in)
+    throw std::runtime_error("cannot open knob file '" + knob_file + "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
+  }
+}
+// Integer values of a JSON section into `values`; "_why" and other "_" keys are comments.
+inline void read_section(const nlohmann::json& section, const std::string& where, std::map<std::string, int>& values) {
+  for (const auto& [name, v] : section.items()) {
+    if (name.rfind("_", 0) == 0)
+      continue;
+    if (!v.is_number_integer())
+      throw std::runtime_error(where + "." + name + " is not an integer");
+    values[name] = v.get<int>();
+  }
+}
+} // namespace detail
+
+// Values for knob section `section` on `target`: the knob file's section for the
+// target's ISA class, then the overrides.
+inline knob_values load_knobs(const std::string& section, const std::vector<knob_decl>& decls,
+                              const Halide::Target& target, const std::string& knob_file,
+                              const std::string& overrides) {
   std::map<std::string, int> values;
   if (!knob_file.empty()) {
-    std::ifstream in(knob_file);
-    if (!in)
-      throw std::runtime_error("cannot open knob file '" + knob_file + "'");
-    nlohmann::json j;
-    try {
-      in >> j;
-    } catch (const std::exception& e) {
-      throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
-    }
+    const nlohmann::json j = detail::read_knob_file(knob_file);
     const std::string isa = isa_class(target);
-    if (!j.contains(kernel) || !j[kernel].contains(isa))
-      throw std::runtime_error("knob file '" + knob_file + "' has no section " + kernel + "." + isa);
-    const nlohmann::json* section = &j[kernel][isa];
-    if (!variant.empty()) {
-      const auto at = variant.find('@');
-      if (at == std::string::npos)
-        throw std::runtime_error("variant '" + variant + "' is not kernel@bucket");
-      const nlohmann::json::json_pointer p("/_variants/" + variant.substr(0, at) + "/" + variant.substr(at + 1) + "/" +
-                                           isa);
-      if (j.contains(p))
-        section = &j[p];
-    }
-    for (const auto& [name, v] : section->items()) {
-      if (name.rfind("_", 0) == 0)
-        continue; // "_why" and other comments
-      if (!v.is_number_integer())
-        throw std::runtime_error(knob_file + ": " + kernel + "." + isa + "." + name + " is not an integer");
-      values[name] = v.get<int>();
-    }
+    if (!j.contains(section) || !j[section].contains(isa))
+      throw std::runtime_error("knob file '" + knob_file + "' has no section " + section + "." + isa);
+    detail::read_section(j[section][isa], knob_file + ": " + section + "." + isa, values);
   }
   for (const auto& [k, v] : parse_overrides(overrides))
     values[k] = v;
-  return knob_values(kernel, decls, values);
+  return knob_values(section, decls, values);
+}
+
+// A kernel's knob sets: the section's (`general`) and, where the knob file has
+// them, one per shape bucket (_buckets.<kernel>.<bucket>.<isa>, or .any for every
+// ISA without its own: values that replace the section's; buckets.hpp makes each
+// distinct set a specialize() branch).
+// Overrides (a tuner candidate) are one knob set for every shape: no bucket sets.
+struct kernel_knobs {
+  knob_values general;
+  std::map<std::string, knob_values> by_bucket;
+};
+inline kernel_knobs load_kernel_knobs(const std::string& kernel, const std::string& section,
+                                      const std::vector<knob_decl>& decls, const Halide::Target& target,
+                                      const std::string& knob_file, const std::string& overrides) {
+  kernel_knobs k{load_knobs(section, decls, target, knob_file, overrides), {}};
+  if (knob_file.empty() || !overrides.empty())
+    return k;
+  const nlohmann::json j = detail::read_knob_file(knob_file);
+  const std::string isa = isa_class(target);
+  const nlohmann::json::json_pointer buckets("/_buckets/" + kernel);
+  if (!j.contains(buckets))
+    return k;
+  for (const auto& [bucket, isas] : j[buckets].items()) {
+    if (bucket.rfind("_", 0) == 0)
+      continue; // comments
+    if (bucket != "prefill" && bucket != "decode" && bucket != "decode1")
+      throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket +
+                               " is not a shape bucket (prefill, decode, decode1)");
+    const std::string key = isas.contains(isa) ? isa : "any"; // "any": every ISA without its own set
+    if (!isas.contains(key))
+      continue;
+    std::map<std::string, int> values = k.general.all();
+    detail::read_section(isas[key], knob_file + ": _buckets." + kernel + "." + bucket + "." + key, values);
+    k.by_bucket.emplace(bucket, knob_values(kernel + "@" + bucket, decls, values));
+  }
+  return k;
 }
 
 } // namespace halformer::schedules

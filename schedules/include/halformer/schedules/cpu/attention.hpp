@@ -11,7 +11,7 @@
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
-#include "halformer/schedules/knobs.hpp"
+#include "halformer/schedules/buckets.hpp"
 
 namespace halformer::schedules::cpu {
 
@@ -19,12 +19,13 @@ inline constexpr int attention_revision = 2; // 2: the d_k == 64 branch
 
 inline std::vector<knob_decl> attention_knobs() {
   return {
-      {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)"},
+      {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)", true},
       {"q_tile", {1, 2, 4, 8}, "queries per tile (unrolled in q.k)"},
   };
 }
 
-inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                      const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int qt = k["q_tile"], chunk = k["kv_chunk"];
@@ -34,37 +35,40 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
 
   // Directives before specialize() hold in every branch; each branch then tiles t.
-  out.fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
+  in(out).fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
   // d_k == 64 (Transformer-base) gets its own branch: with d_k a constant, the
   // p.v accumulator (64 x q_tile floats) has a constant size and lives in registers
   // (AVX-512: 4 x q_tile zmm) instead of being loaded and stored every step.
   // Measured (2 threads, AVX-512, tuned kv_chunk 32 / q_tile 8, 8 heads, S = 512):
   // 70 -> 130 GFLOP/s.
   const Expr dk64 = ctx.extent("d_k") == 64;
-  out.specialize(dk64 && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
-  out.specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
-  out.split(t, to, ti, 1);
+  in(out).specialize(dk64 && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
+  in(out).specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
+  in(out).split(t, to, ti, 1);
 
-  s("k_t").compute_at(out, hb).vectorize(kk, lanes);
+  s("k_t").compute_at(out, hb);
+  in(s("k_t")).vectorize(kk, lanes);
   // Per query tile: logits, chunk maxima, exponentials and sums for every chunk.
   for (const char* n : {"logits", "chunk_max", "p", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
     s(n).compute_at(out, to);
   // q.k one chunk at a time: a (kv_chunk x q_tile) accumulator of constant size,
   // so it lives in registers across the d_k reduction.
-  s("logits").reorder(kk, t, c).vectorize(kk, lanes);
-  s("scores").compute_at(s("logits"), c).vectorize(kk, lanes);
-  s("scores").update().reorder(kk, t, rd.x).vectorize(kk, lanes).unroll(kk).unroll(t);
-  s("p").vectorize(kk, lanes);
+  in(s("logits")).reorder(kk, t, c).vectorize(kk, lanes);
+  s("scores").compute_at(s("logits"), c);
+  in(s("scores")).vectorize(kk, lanes);
+  in.update(s("scores")).reorder(kk, t, rd.x).vectorize(kk, lanes).unroll(kk).unroll(t);
+  in(s("p")).vectorize(kk, lanes);
   // Chunk maxima and sums: tree reductions across the chunk's lanes (max is exact;
   // the sum reassociates, within the 1e-5 tolerance).
-  s("chunk_max").update().atomic().vectorize(rk.x, lanes);
-  s("chunk_sum").update().atomic().vectorize(rk.x, lanes);
+  in.update(s("chunk_max")).atomic().vectorize(rk.x, lanes);
+  in.update(s("chunk_sum")).atomic().vectorize(rk.x, lanes);
   // p.v likewise, one chunk at a time inside the merge over chunks.
-  s("out_unnormalized").vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("out_unnormalized").update().reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("chunk_out").compute_at(s("out_unnormalized"), rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("chunk_out").update().specialize(dk64).reorder(d, t, rk.x).vectorize(d, vec).unroll(d).unroll(t);
-  s("chunk_out").update().reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
+  in(s("out_unnormalized")).vectorize(d, vec, TailStrategy::GuardWithIf);
+  in.update(s("out_unnormalized")).reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+  s("chunk_out").compute_at(s("out_unnormalized"), rc.x);
+  in(s("chunk_out")).vectorize(d, vec, TailStrategy::GuardWithIf);
+  in.update(s("chunk_out")).specialize(dk64).reorder(d, t, rk.x).vectorize(d, vec).unroll(d).unroll(t);
+  in.update(s("chunk_out")).reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
 }
 
 } // namespace halformer::schedules::cpu

@@ -13,15 +13,16 @@ namespace halformer::schedules::cpu {
 inline constexpr int embedding_revision = 2; // 2: positions computed once per call
 inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
 
-inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                      const bucket_scope& in) {
   Halide::Var row("row");
-  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
+  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, in, row);
   ctx.stage("rows_ids").compute_root();
   // Positions depend on (d_model, t) only: computed once, vectorised, and shared
   // by every batch row, instead of a sin or cos per output element (compare
   // showed the autoschedulers doing this at 3.5x our speed before).
-  ctx.stage("positions")
-      .compute_root()
+  ctx.stage("positions").compute_root();
+  in(ctx.stage("positions"))
       .vectorize(Halide::Var("d_model"), target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf)
       .parallel(Halide::Var("t"));
 }

@@ -13,11 +13,12 @@ namespace halformer::schedules::cpu {
 
 inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(gemm_knobs()); }
 
-inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                const bucket_scope& in) {
   auto [hidden, proj] = ffn_stages(ctx, out);
   hidden.out.compute_root(); // the activated hidden layer
-  schedule_gemm(hidden, target, hidden_knobs(k, gemm_knobs()));
-  schedule_gemm(proj, target, k);
+  schedule_gemm(hidden, target, hidden_knobs(k, gemm_knobs()), in);
+  schedule_gemm(proj, target, k, in);
 }
 
 } // namespace halformer::schedules::cpu

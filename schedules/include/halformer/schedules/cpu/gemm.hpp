@@ -13,8 +13,8 @@
 // batch instead of t.
 #pragma once
 
+#include "halformer/schedules/buckets.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
-#include "halformer/schedules/knobs.hpp"
 
 namespace halformer::schedules::cpu {
 
@@ -53,12 +53,13 @@ inline std::vector<knob_decl> gemm_knobs() {
 // at 512 x 512 and would break that.) The gemv_* knobs belong to this branch
 // alone: each decode variant takes them from its bucket's tuned record
 // (export_knobs.cpp).
-inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, const knob_values& k) {
+inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, const knob_values& k,
+                          const bucket_scope& in) {
   using namespace Halide;
   RVar ko("ko"), ki("ki");
   Var ot("ot"), ov("ov");
-  g.acc.specialize(by_gemv).vectorize(g.o, vec, TailStrategy::GuardWithIf);
-  Stage u = g.acc.update().specialize(by_gemv);
+  in(g.acc).specialize(by_gemv).vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  Stage u = in.update(g.acc).specialize(by_gemv);
   // Chunks of the innermost reduction dim (out_projection: d_k within a head).
   u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf)
       .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
@@ -71,7 +72,7 @@ inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, co
   u.reorder(order).vectorize(ov, vec).unroll(ov);
 }
 
-inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k) {
+inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   const int tile_o = k["vectors"] * vec, rows = k["rows"], group = k["tiles_per_task"];
@@ -123,8 +124,8 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   Expr by_t = full_cols && g.t_extent >= rows;
   Expr by_batch = full_cols && g.t_extent == 1 && g.batch_extent >= rows;
 
-  blocked(g.out.specialize(by_t), g.t);
-  blocked(g.out.specialize(by_batch), g.batch);
+  blocked(in(g.out).specialize(by_t), g.t);
+  blocked(in(g.out).specialize(by_batch), g.batch);
 
   // Decode steps with fewer rows than a register tile (t == 1, batch < rows): a
   // matrix-vector product, bound by streaming the weights (schedule_gemv() above). The
@@ -134,7 +135,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   const Expr by_gemv = g.t_extent == 1 && g.batch_extent < rows;
   Var hi("hi");
   {
-    Stage s = g.out.specialize(by_gemv);
+    Stage s = in(g.out).specialize(by_gemv);
     if (g.mid.empty())
       s.split(g.o, oo, oi, cols, TailStrategy::GuardWithIf)
           .reorder(oi, g.t, g.batch, oo)
@@ -152,26 +153,27 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
     for (auto& d : g.mid)
       order.push_back(d);
     order.push_back(g.batch);
-    g.out.split(g.o, oc, oi, vec, TailStrategy::GuardWithIf)
+    Stage s = in(g.out);
+    s.split(g.o, oc, oi, vec, TailStrategy::GuardWithIf)
         .split(oc, og, oo, group * k["vectors"], TailStrategy::GuardWithIf)
         .reorder(order)
         .vectorize(oi)
         .fuse(og, g.t, task);
     for (auto& d : g.mid)
-      g.out.fuse(task, d, task);
-    g.out.fuse(task, g.batch, task).parallel(task);
+      s.fuse(task, d, task);
+    s.fuse(task, g.batch, task).parallel(task);
   }
 
   g.acc.compute_at(g.out, oo);
-  blocked_acc(g.acc.specialize(by_t), g.acc.update().specialize(by_t), g.t);
-  blocked_acc(g.acc.specialize(by_batch), g.acc.update().specialize(by_batch), g.batch);
-  schedule_gemv(g, by_gemv, vec, k);
-  g.acc.vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  blocked_acc(in(g.acc).specialize(by_t), in.update(g.acc).specialize(by_t), g.t);
+  blocked_acc(in(g.acc).specialize(by_batch), in.update(g.acc).specialize(by_batch), g.batch);
+  schedule_gemv(g, by_gemv, vec, k, in);
+  in(g.acc).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   {
     std::vector<VarOrRVar> order{g.o};
     for (const auto& r : g.r)
       order.push_back(r);
-    g.acc.update().reorder(order).vectorize(g.o, vec, TailStrategy::GuardWithIf);
+    in.update(g.acc).reorder(order).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   }
 }
 

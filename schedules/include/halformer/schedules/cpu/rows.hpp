@@ -8,7 +8,7 @@
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
-#include "halformer/schedules/knobs.hpp"
+#include "halformer/schedules/buckets.hpp"
 
 namespace halformer::schedules::cpu {
 
@@ -24,44 +24,50 @@ inline std::vector<knob_decl> row_knobs() {
 
 namespace detail {
 inline void rows_loop(Halide::Func out, const std::string& n, const Halide::Expr& n_extent,
-                      const Halide::Target& target, const knob_values& k, Halide::Var& row) {
+                      const Halide::Target& target, const knob_values& k, const bucket_scope& in, Halide::Var& row) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   Var x(n), t("t"), b("batch"), xo("xo"), xi("xi"), rt("rt");
-  out.fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
+  in(out).fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
   const int w = vec * k["vectors"];
-  out.specialize(n_extent >= w).split(x, xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi, vec).unroll(xi);
-  out.split(x, xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
+  in(out).specialize(n_extent >= w).split(x, xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi, vec).unroll(xi);
+  in(out).split(x, xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
   row = rt;
 }
-inline void reduction(Halide::Func f, const Halide::RDom& r, const Halide::Target& target, const knob_values& k) {
+inline void reduction(Halide::Func f, const Halide::RDom& r, const Halide::Target& target, const knob_values& k,
+                      const bucket_scope& in) {
   if (k["vectorize_reductions"])
-    f.update().atomic().vectorize(r.x, target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
+    in.update(f).atomic().vectorize(r.x, target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
 }
 } // namespace detail
 
-inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void layernorm(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                      const bucket_scope& in) {
   Halide::Var row("row");
-  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, row);
+  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, in, row);
   for (const char* s : {"norm_shift", "norm_sum", "norm_sqdev", "norm_rstd", "norm_mean"})
     ctx.stage(s).compute_at(out, row);
   // x + residual (add_layernorm) once per row, so every pass sees the same float sums.
-  if (ctx.has_stage("sum"))
-    ctx.stage("sum").compute_at(out, row).vectorize(Halide::Var("d_model"), target.natural_vector_size<float>(),
-                                                    Halide::TailStrategy::GuardWithIf);
-  detail::reduction(ctx.stage("norm_sum"), ctx.rdom("norm"), target, k);
-  detail::reduction(ctx.stage("norm_sqdev"), ctx.rdom("norm"), target, k);
+  if (ctx.has_stage("sum")) {
+    ctx.stage("sum").compute_at(out, row);
+    in(ctx.stage("sum"))
+        .vectorize(Halide::Var("d_model"), target.natural_vector_size<float>(), Halide::TailStrategy::GuardWithIf);
+  }
+  detail::reduction(ctx.stage("norm_sum"), ctx.rdom("norm"), target, k, in);
+  detail::reduction(ctx.stage("norm_sqdev"), ctx.rdom("norm"), target, k, in);
 }
 
-inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k) {
+inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                    const bucket_scope& in) {
   Halide::Var row("row");
-  detail::rows_loop(out, "tk", ctx.extent("tk"), target, k, row);
+  detail::rows_loop(out, "tk", ctx.extent("tk"), target, k, in, row);
   const int vec = target.natural_vector_size<float>();
   for (const char* s : {"softmax_max", "softmax_sum"})
     ctx.stage(s).compute_at(out, row);
-  ctx.stage("softmax_exp").compute_at(out, row).vectorize(Halide::Var("tk"), vec, Halide::TailStrategy::GuardWithIf);
-  detail::reduction(ctx.stage("softmax_max"), ctx.rdom("softmax"), target, k);
-  detail::reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), target, k);
+  ctx.stage("softmax_exp").compute_at(out, row);
+  in(ctx.stage("softmax_exp")).vectorize(Halide::Var("tk"), vec, Halide::TailStrategy::GuardWithIf);
+  detail::reduction(ctx.stage("softmax_max"), ctx.rdom("softmax"), target, k, in);
+  detail::reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), target, k, in);
 }
 
 // greedy_pick: two row reductions over the vocabulary (the best id; the
@@ -72,17 +78,17 @@ inline std::vector<knob_decl> pick_knobs() {
   return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
 }
 inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs,
-                        const Halide::Target& target, const knob_values& k) {
+                        const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
   for (Func out : {ids, log_probs}) {
     Var t("t"), b("batch"), row("row"), rt("rt");
-    out.fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
+    in(out).fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
   }
   ctx.stage("pick_id_best").compute_at(ids, Var("rt"));
   for (const char* s : {"pick_log_prob_max", "pick_log_prob_sum"}) {
     ctx.stage(s).compute_at(log_probs, Var("rt"));
-    ctx.stage(s).update().atomic().vectorize(ctx.rdom("pick_log_prob").x, vec, TailStrategy::GuardWithIf);
+    in.update(ctx.stage(s)).atomic().vectorize(ctx.rdom("pick_log_prob").x, vec, TailStrategy::GuardWithIf);
   }
 }
 

@@ -23,7 +23,7 @@ inline constexpr int attention_revision = 1;
 
 inline std::vector<knob_decl> attention_knobs() {
   return {
-      {"kv_chunk", {16, 32, 64, 128}, "keys per chunk (algorithm parameter; threads per query for scores)"},
+      {"kv_chunk", {16, 32, 64, 128}, "keys per chunk (algorithm parameter; threads per query for scores)", true},
       {"q_tile", {1, 2, 4, 8}, "queries per block"},
       {"threads_d", {16, 32, 64, 128}, "threads along d_k for the p.v product"},
   };

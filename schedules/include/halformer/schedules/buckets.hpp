@@ -1,0 +1,126 @@
+// Shape buckets: one pipeline per kernel, one specialize() branch per knob set.
+//
+// A kernel runs in three regimes of the (t, batch) of its output: prefill (t > 1,
+// the encoder and the decoder's first pass), decode (t == 1, batch > 1) and decode1
+// (t == 1, batch == 1). A knob file may hold a knob set per bucket (section
+// "_buckets", written by the tuner); each distinct set becomes a branch of the one
+// Halide pipeline, selected by the call's extents, as Halide's linear_algebra GEMV
+// and hannk's fully_connected specialise by shape. A bucket without its own set runs
+// the set of the nearest bucket that has one; buckets with equal sets share one
+// branch, so a build without per-bucket values has no extra code at all.
+//
+// A schedule applies every directive through its bucket_scope, so that each knob set
+// schedules its own specialization of every Func. Compute levels (compute_at,
+// compute_root) are per Func, shared by every branch: Halide requires the loop a
+// Func is computed at to exist in every branch, which holds because each branch runs
+// the same schedule code with other numbers.
+#pragma once
+
+#include "halformer/schedules/knobs.hpp"
+
+#include <Halide.h>
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace halformer::schedules {
+
+inline const std::array<std::string, 3>& bucket_names() {
+  static const std::array<std::string, 3> names{"prefill", "decode", "decode1"};
+  return names;
+}
+
+// The bucket of a call whose output has `t` tokens and `batch` rows.
+inline std::string bucket_of(int t, int batch) { return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode"; }
+
+// The buckets whose knob set a bucket without its own takes, nearest regime first.
+inline const std::vector<std::string>& nearest_buckets(const std::string& bucket) {
+  static const std::map<std::string, std::vector<std::string>> order{{"prefill", {"prefill", "decode", "decode1"}},
+                                                                     {"decode", {"decode", "prefill", "decode1"}},
+                                                                     {"decode1", {"decode1", "decode", "prefill"}}};
+  return order.at(bucket);
+}
+
+// The condition under which a call of extents (t, batch) is in `bucket`.
+inline Halide::Expr bucket_condition(const std::string& bucket, const Halide::Expr& t, const Halide::Expr& batch) {
+  if (bucket == "prefill")
+    return t > 1;
+  if (bucket == "decode")
+    return t == 1 && batch > 1;
+  return t == 1 && batch == 1;
+}
+
+// Where a schedule's directives go: the Func's own schedule (the general branch),
+// or its specialization for one bucket's condition.
+class bucket_scope {
+public:
+  bucket_scope() = default;
+  explicit bucket_scope(Halide::Expr condition) : condition_(std::move(condition)) {}
+  Halide::Stage operator()(const Halide::Func& f) const {
+    return condition_.defined() ? Halide::Func(f).specialize(condition_) : Halide::Stage(f);
+  }
+  Halide::Stage update(const Halide::Func& f, int i = 0) const {
+    Halide::Stage u = Halide::Func(f).update(i);
+    return condition_.defined() ? u.specialize(condition_) : u;
+  }
+
+private:
+  Halide::Expr condition_; // undefined: the general branch
+};
+
+// One branch of a kernel's pipeline: the buckets it serves and their knob set.
+struct bucket_branch {
+  std::vector<std::string> buckets;
+  Halide::Expr condition; // undefined for the last branch, which takes every other call
+  knob_values knobs;
+};
+
+namespace detail {
+inline bool same_values(const knob_values& a, const knob_values& b) { return a.all() == b.all(); }
+} // namespace detail
+
+// The branches for a kernel's knob sets by bucket (empty: `general` alone). The
+// branch serving "decode" is the general one (the last); the others come first, in
+// bucket order, each with its condition. Algorithm knobs (knob_decl::algorithm)
+// shape the algorithm, which is one per pipeline: every set must agree on them.
+inline std::vector<bucket_branch> plan_branches(const std::string& kernel, const std::vector<knob_decl>& decls,
+                                                const std::map<std::string, knob_values>& by_bucket,
+                                                const knob_values& general, const Halide::Expr& t,
+                                                const Halide::Expr& batch) {
+  if (by_bucket.empty())
+    return {{{bucket_names().begin(), bucket_names().end()}, {}, general}};
+  std::vector<bucket_branch> branches;
+  for (const auto& b : bucket_names()) {
+    const std::string* source = nullptr;
+    for (const auto& n : nearest_buckets(b))
+      if (!source && by_bucket.count(n))
+        source = &n;
+    const knob_values& k = by_bucket.at(*source);
+    auto same = std::find_if(branches.begin(), branches.end(),
+                             [&](const bucket_branch& br) { return detail::same_values(br.knobs, k); });
+    if (same == branches.end())
+      branches.push_back({{b}, bucket_condition(b, t, batch), k});
+    else {
+      same->buckets.push_back(b);
+      same->condition = same->condition || bucket_condition(b, t, batch);
+    }
+  }
+  for (const auto& d : decls)
+    if (d.algorithm)
+      for (const auto& br : branches)
+        if (br.knobs[d.name] != branches.front().knobs[d.name])
+          throw std::runtime_error(
+              kernel + ": algorithm knob '" + d.name + "' differs between bucket " + branches.front().buckets.front() +
+              " (" + std::to_string(branches.front().knobs[d.name]) + ") and bucket " + br.buckets.front() + " (" +
+              std::to_string(br.knobs[d.name]) + "): one pipeline has one algorithm");
+  auto general_branch = std::find_if(branches.begin(), branches.end(), [](const bucket_branch& br) {
+    return std::find(br.buckets.begin(), br.buckets.end(), "decode") != br.buckets.end();
+  });
+  std::rotate(general_branch, general_branch + 1, branches.end());
+  branches.back().condition = Halide::Expr();
+  return branches;
+}
+
+} // namespace halformer::schedules

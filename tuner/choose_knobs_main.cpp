@@ -1,0 +1,87 @@
+// Build step: chooses the knob file the CPU kernels are built with and says which.
+//   halformer_choose_knobs GIVEN TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE
+// In order: GIVEN (HALFORMER_KNOB_FILE), if not empty; else this hardware's knob
+// file in TUNED_DIR, as `halformer tune` wrote it; else DEFAULT_KNOBS with this
+// machine's records in DB_DIR at the transformer-base shapes (export_knobs.hpp).
+// OUT_FILE is rewritten only when its content changes (kernels rebuild then).
+#include "export_knobs.hpp"
+#include "halformer/error.hpp"
+#include "tuner.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+using namespace halformer::tuner;
+namespace fs = std::filesystem;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// How many knob sets of a knob file came from tuned records (their "_why" says so).
+int tuned_sets(const nlohmann::json& j) {
+  int n = 0;
+  if (j.is_object())
+    for (const auto& [k, v] : j.items())
+      n += k == "_why" && v.is_string() && v.get<std::string>().rfind("tuned on", 0) == 0 ? 1 : tuned_sets(v);
+  return n;
+}
+
+std::string measured_on(const nlohmann::json& j) {
+  return j.contains("_source") ? "measured on " + j["_source"].value("hardware", std::string("?")) : "no tuned records";
+}
+
+// Copies a chosen knob file to `out` (only if different) and says what it holds.
+void use_file(const std::string& path, const std::string& why, const std::string& out) {
+  if (!fs::exists(path))
+    throw halformer::error("knob file " + path + " (" + why + ") does not exist");
+  const std::string text = read_text(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw halformer::error("knob file " + path + " is not valid JSON: " + e.what());
+  }
+  if (read_text(out) != text) {
+    fs::create_directories(fs::path(out).parent_path());
+    std::ofstream(out) << text;
+  }
+  std::printf("schedules: knob file %s (%s): %d tuned knob sets, %s\n", path.c_str(), why.c_str(), tuned_sets(j),
+              measured_on(j).c_str());
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 8) {
+    std::fprintf(stderr, "usage: %s GIVEN TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string given = argv[1], tuned_dir = argv[2], defaults = argv[3], db_dir = argv[4], out = argv[7];
+  try {
+    const auto hw = this_machine();
+    if (!given.empty())
+      return use_file(given, "HALFORMER_KNOB_FILE", out), 0;
+    const std::string own = tuned_dir + "/" + hw.slug() + ".json";
+    if (fs::exists(own))
+      return use_file(own, "this hardware's tuned knob file", out), 0;
+    const auto cat = catalog::from_json_files(argv[6], argv[5]);
+    const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
+                                cat.bucket_plans(), cat.algorithm_knobs);
+    for (const auto& u : r.unplanned)
+      std::printf("schedules: no knob set for the bucket of %s: it runs the nearest bucket's\n", u.c_str());
+    std::printf("schedules: knob file %s (no %s for this hardware; hand defaults %s with its records in %s): %zu "
+                "tuned knob sets%s\n",
+                out.c_str(), own.c_str(), defaults.c_str(), db_dir.c_str(), r.tuned.size(),
+                r.tuned.empty() ? " (hand defaults everywhere)" : "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "halformer_choose_knobs: %s\n", e.what());
+    return 1;
+  }
+}
