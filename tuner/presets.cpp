@@ -3,43 +3,64 @@
 #include "database.hpp"
 #include "halformer/error.hpp"
 
+#include <string>
+
 namespace halformer::tuner {
 
 std::vector<std::string> preset_names() { return {"transformer-base"}; }
 
-std::vector<preset_entry> preset(const std::string& name) {
-  if (name != "transformer-base")
-    throw error("unknown preset '" + name + "' (transformer-base)");
+model_dims transformer_base() { return {512, 8, 2048, 32000, 32000, "relu"}; }
+
+std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int batch) {
+  if (m.d_model <= 0 || m.heads <= 0 || m.d_model % m.heads != 0)
+    throw error("model shapes: d_model " + std::to_string(m.d_model) + " is not a multiple of " +
+                std::to_string(m.heads) + " heads");
+  if (prefill_t < 2 || batch < 2)
+    throw error("model shapes: prefill tokens and batch must be at least 2 (prefill and batched decode are "
+                "their own buckets; batch 1 is tuned as well)");
+  const std::string T = std::to_string(prefill_t), B = std::to_string(batch), D = std::to_string(m.d_model);
+  const std::string heads = "d_k=" + std::to_string(m.d_model / m.heads) + ",heads=" + std::to_string(m.heads);
+  const std::string ffn = m.activation == "gelu" ? "ffn_gelu" : "ffn_relu";
+  const std::string ffn_dims = "d_model=" + D + ",d_ff=" + std::to_string(m.d_ff);
+  const std::string src = std::to_string(m.src_vocab), tgt = std::to_string(m.tgt_vocab);
+  // Per kernel: its shapes in the model, the primary (the AOT section's) first:
+  // prefill at (T, B), decode steps at batch B and 1 attending to T keys.
   const std::vector<std::tuple<std::string, std::string, bool>> e{
-      {"embedding", "d_model=512,vocab=32000,t=128,batch=8", true},
-      {"embedding", "d_model=512,vocab=32000,t=1,batch=8", false},
-      {"qkv_projection", "d_k=64,heads=8,t=128,batch=8", true},
-      {"qkv_projection", "d_k=64,heads=8,t=1,batch=8", false},
-      {"qkv_projection", "d_k=64,heads=8,t=1,batch=1", false},
-      {"kv_projection", "d_k=64,heads=8,t=128,batch=8", true},
-      {"q_projection", "d_k=64,heads=8,t=1,batch=8", true},
-      {"q_projection", "d_k=64,heads=8,t=1,batch=1", false},
-      {"attention", "d_k=64,heads=8,t=128,tk=128,batch=8,causal=0", true},
-      {"attention", "d_k=64,heads=8,t=1,tk=128,batch=8,causal=1", false},
-      {"attention", "d_k=64,heads=8,t=1,tk=128,batch=1,causal=1", false},
-      {"out_projection", "d_k=64,heads=8,t=128,batch=8", true},
-      {"out_projection", "d_k=64,heads=8,t=1,batch=8", false},
-      {"out_projection", "d_k=64,heads=8,t=1,batch=1", false},
-      {"ffn_relu", "d_model=512,d_ff=2048,t=128,batch=8", true},
-      {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=8", false},
-      {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=1", false},
-      {"layernorm", "d_model=512,t=128,batch=8", true},
-      {"layernorm", "d_model=512,t=1,batch=8", false},
-      {"add_layernorm", "d_model=512,t=128,batch=8", true},
-      {"softmax", "n=128,t=128,batch=8", true},
-      {"log_softmax", "n=32000,t=1,batch=8", true},
-      {"logits", "d_model=512,vocab=32000,t=1,batch=8", true},
-      {"logits", "d_model=512,vocab=32000,t=1,batch=1", false},
+      {"embedding", "d_model=" + D + ",vocab=" + src + ",t=" + T + ",batch=" + B, true},
+      {"embedding", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + B, false},
+      {"qkv_projection", heads + ",t=" + T + ",batch=" + B, true},
+      {"qkv_projection", heads + ",t=1,batch=" + B, false},
+      {"qkv_projection", heads + ",t=1,batch=1", false},
+      {"kv_projection", heads + ",t=" + T + ",batch=" + B, true},
+      {"q_projection", heads + ",t=1,batch=" + B, true},
+      {"q_projection", heads + ",t=1,batch=1", false},
+      {"attention", heads + ",t=" + T + ",tk=" + T + ",batch=" + B + ",causal=0", true},
+      {"attention", heads + ",t=1,tk=" + T + ",batch=" + B + ",causal=1", false},
+      {"attention", heads + ",t=1,tk=" + T + ",batch=1,causal=1", false},
+      {"out_projection", heads + ",t=" + T + ",batch=" + B, true},
+      {"out_projection", heads + ",t=1,batch=" + B, false},
+      {"out_projection", heads + ",t=1,batch=1", false},
+      {ffn, ffn_dims + ",t=" + T + ",batch=" + B, true},
+      {ffn, ffn_dims + ",t=1,batch=" + B, false},
+      {ffn, ffn_dims + ",t=1,batch=1", false},
+      {"layernorm", "d_model=" + D + ",t=" + T + ",batch=" + B, true},
+      {"layernorm", "d_model=" + D + ",t=1,batch=" + B, false},
+      {"add_layernorm", "d_model=" + D + ",t=" + T + ",batch=" + B, true},
+      {"softmax", "n=" + T + ",t=" + T + ",batch=" + B, true},
+      {"log_softmax", "n=" + tgt + ",t=1,batch=" + B, true},
+      {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + B, true},
+      {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=1", false},
   };
   std::vector<preset_entry> out;
   for (const auto& [k, s, p] : e)
     out.push_back({k, canonical_shape(s), p});
   return out;
+}
+
+std::vector<preset_entry> preset(const std::string& name) {
+  if (name != "transformer-base")
+    throw error("unknown preset '" + name + "' (transformer-base)");
+  return model_shapes(transformer_base(), 128, 8);
 }
 
 } // namespace halformer::tuner

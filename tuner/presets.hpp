@@ -1,7 +1,8 @@
-// Named sets of (kernel, shape) that a model needs, for tuning and comparing.
-// The first shape of each kernel is its primary one: the AOT library holds one
-// schedule per kernel, and it is the primary shape's tuned record that the
-// build uses (export_knobs).
+// The (kernel, shape) pairs a model runs, for tuning and comparing: a preset is a
+// model's dimensions at a prefill length and batch, and a model directory's
+// config.json gives another (`tune --model DIR`). The first shape of each kernel is
+// its primary one: its knob section takes that shape's tuned record; every shape's
+// record becomes its kernel's knob set for the shape's bucket (export_knobs).
 #pragma once
 
 #include <string>
@@ -15,8 +16,17 @@ struct preset_entry {
   bool primary;
 };
 
-// "transformer-base": d_model 512, 8 heads, d_ff 2048, vocab 32000; encoder S=128
-// (batch 8) and decode steps (t=1, batch 1 and 8).
+struct model_dims {
+  int d_model, heads, d_ff, src_vocab, tgt_vocab;
+  std::string activation; // relu | gelu
+};
+model_dims transformer_base(); // d_model 512, 8 heads, d_ff 2048, vocab 32000, relu
+
+// A model's kernels at prefill (t = prefill_t, batch) and at decode steps (t = 1,
+// batch and 1, attending to prefill_t keys).
+std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int batch);
+
+// "transformer-base": model_shapes(transformer_base(), 128, 8).
 std::vector<preset_entry> preset(const std::string& name);
 std::vector<std::string> preset_names();
 

@@ -11,6 +11,7 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -59,40 +60,65 @@ std::string resolve_isa(const std::string& asked) {
   return asked;
 }
 
-int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
-         const std::string& db_dir, tuner::tune_options o) {
+// The (kernel, shape) pairs a tune request names: a preset, a model directory's
+// shapes, or one kernel at one shape.
+std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape) {
+  if (!r.preset.empty())
+    return tuner::preset(r.preset);
+  if (!r.model_dir.empty()) {
+    std::vector<std::string> warnings;
+    const auto c = model_config::load(r.model_dir + "/config.json", &warnings);
+    return tuner::model_shapes({c.d_model, c.nhead, c.dim_feedforward, c.src_vocab, c.tgt_vocab, c.activation},
+                               r.prefill_tokens, r.batch);
+  }
+  if (r.kernel.empty() || shape.empty())
+    throw error("tune needs --kernel and --shape, --preset, or --model");
+  return {{r.kernel, tuner::canonical_shape(shape), true}};
+}
+
+// Writes this hardware's knob file from the database at the tuned shapes, over
+// its previous knob file (tunes accumulate) or the hand defaults.
+void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entry>& jobs, const tuner::toolchain& tools,
+                     const tuner::catalog& cat, const tuner::database& db, const tuner::hardware& hw) {
+  const std::string out =
+      r.knob_file.empty() ? std::string(build_info::tuned_knob_dir) + "/" + hw.slug() + ".json" : r.knob_file;
+  const std::string base = std::filesystem::exists(out) ? out : tools.knob_file;
+  const auto report =
+      tuner::export_knobs(base, db, hw, jobs, out, cat.revisions, cat.bucket_plans(), cat.algorithm_knobs);
+  fmt::print("knob file {}: {} knob sets tuned at these shapes (over {}).\n", out, report.tuned.size(), base);
+  if (r.knob_file.empty())
+    fmt::print("The next build on this hardware uses it; elsewhere build with -DHALFORMER_KNOB_FILE={}\n", out);
+  else
+    fmt::print("Build with -DHALFORMER_KNOB_FILE={} to use it\n", out);
+}
+
+int tune(const tune_request& r, tuner::tune_options o) {
   const std::string share = build_info::share_dir;
   const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
   const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
   const auto hw = tuner::this_machine();
-  const tuner::database db(db_dir);
-  o.budget_s = seconds_of(budget);
+  const tuner::database db(r.db_dir);
+  o.budget_s = seconds_of(r.budget);
   o.isa = resolve_isa(o.isa);
-  std::vector<std::pair<std::string, std::string>> jobs;
-  if (!preset_name.empty()) {
-    for (const auto& e : tuner::preset(preset_name))
-      jobs.emplace_back(e.kernel, e.shape);
-  } else {
-    if (kernel.empty() || o.shape.empty())
-      throw error("tune needs --kernel and --shape, or --preset");
-    jobs.emplace_back(kernel, tuner::canonical_shape(o.shape));
-  }
+  const auto jobs = tune_jobs(r, o.shape);
   fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
              tuner::hardware_key(hw, o.isa), o.isa, db.file());
-  for (const auto& [k, shape] : jobs) {
-    o.shape = shape;
-    const auto r = tuner::tune(tools, cat, k, o, db, hw);
-    if (r.best.status.empty()) {
-      fmt::print("{} {}: no verified candidate in {} trials\n", k, shape, r.trials);
+  for (const auto& job : jobs) {
+    o.shape = job.shape;
+    const auto res = tuner::tune(tools, cat, job.kernel, o, db, hw);
+    if (res.best.status.empty()) {
+      fmt::print("{} {}: no verified candidate in {} trials\n", job.kernel, job.shape, res.trials);
       continue;
     }
-    fmt::print("{} {}: {} {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", k, shape,
-               r.best.chosen() ? "chosen" : "best", r.best.median_ms, r.best.gflops, r.best.gbps,
-               tuner::knobs_text(r.best.knobs));
-    if (r.defaults.verified())
-      fmt::print("; default {:.4g} ms ({:.2f}x)", r.defaults.median_ms, r.defaults.median_ms / r.best.median_ms);
+    fmt::print("{} {}: {} {:.4g} ms ({:.1f} GFLOP/s, {:.1f} GB/s) with {}", job.kernel, job.shape,
+               res.best.chosen() ? "chosen" : "best", res.best.median_ms, res.best.gflops, res.best.gbps,
+               tuner::knobs_text(res.best.knobs));
+    if (res.defaults.verified())
+      fmt::print("; default {:.4g} ms ({:.2f}x)", res.defaults.median_ms, res.defaults.median_ms / res.best.median_ms);
     fmt::print("\n");
   }
+  if (!tuner::is_gpu(o.isa)) // GPU schedules keep one knob file per API (schedules/knobs/gpu.json)
+    write_knob_file(r, jobs, tools, cat, db, hw);
   return 0;
 }
 

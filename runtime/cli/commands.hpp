@@ -14,8 +14,13 @@ namespace halformer::cli {
 double seconds_of(const std::string& text);
 // The ISA to tune or compare: this CPU's best unless one is asked for.
 std::string resolve_isa(const std::string& asked);
-int tune(const std::string& kernel, const std::string& preset_name, const std::string& budget,
-         const std::string& db_dir, tuner::tune_options o);
+struct tune_request {
+  std::string kernel, preset, model_dir; // what to tune: one kernel (with --shape), a preset, or a model
+  int prefill_tokens = 128, batch = 8;   // a model's shapes: prefill length and batch
+  std::string budget = "5m", db_dir;
+  std::string knob_file; // where to write the knob file (default: this hardware's in schedules/knobs/tuned)
+};
+int tune(const tune_request& r, tuner::tune_options o);
 int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
             const std::string& preset_name);
 // The ISA, devices, every kernel's schedule and knob values, Halide's version,

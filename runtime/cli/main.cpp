@@ -178,18 +178,31 @@ int main(int argc, char** argv) {
 
   tuner::tune_options to;
   to.isa = ""; // this CPU's best unless --isa
-  std::string tune_kernel, tune_preset, db_dir = build_info::default_db, budget = "5m";
+  cli::tune_request tr;
+  tr.db_dir = build_info::default_db;
   auto* tune_cmd = app.add_subcommand("tune", "search schedule knobs for this machine, measuring every candidate");
-  auto* kernel_opt = tune_cmd->add_option("--kernel", tune_kernel, "kernel to tune (e.g. attention, ffn_relu)");
+  auto* kernel_opt = tune_cmd->add_option("--kernel", tr.kernel, "kernel to tune (e.g. attention, ffn_relu)");
   tune_cmd->add_option("--shape", to.shape, "shape, e.g. d_k=64,heads=8,t=1,tk=128,batch=8,causal=1");
-  tune_cmd->add_option("--preset", tune_preset, "tune every kernel at a model's shapes (transformer-base)")
-      ->excludes(kernel_opt);
-  tune_cmd->add_option("--budget", budget, "time per kernel and shape: 90s, 5m, 1h");
+  auto* preset_opt =
+      tune_cmd->add_option("--preset", tr.preset, "tune every kernel at a preset's shapes (transformer-base)")
+          ->excludes(kernel_opt);
+  tune_cmd->add_option("--model", tr.model_dir, "tune every kernel at the shapes of this model directory")
+      ->excludes(kernel_opt)
+      ->excludes(preset_opt)
+      ->check(CLI::ExistingDirectory);
+  tune_cmd->add_option("--prefill-tokens", tr.prefill_tokens, "a model's prefill length (and decode keys)")
+      ->check(CLI::Range(2, 1 << 16));
+  tune_cmd->add_option("--batch", tr.batch, "a model's batch (decode is also tuned at batch 1)")
+      ->check(CLI::Range(2, 1 << 16));
+  tune_cmd->add_option("--knob-file", tr.knob_file,
+                       "write the knob file here (default: this hardware's in schedules/knobs/tuned, which the "
+                       "build uses)");
+  tune_cmd->add_option("--budget", tr.budget, "time per kernel and shape: 90s, 5m, 1h");
   tune_cmd
       ->add_option("--trials", to.max_trials,
                    "at most this many new candidates per kernel and shape (0: only re-confirm the finalists)")
       ->check(CLI::Range(0, 1000000));
-  tune_cmd->add_option("--db", db_dir, "schedule database directory");
+  tune_cmd->add_option("--db", tr.db_dir, "schedule database directory");
   tune_cmd->add_option("--isa", to.isa,
                        "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
                        "the OpenCL device)");
@@ -256,7 +269,7 @@ int main(int argc, char** argv) {
     if (*fwd)
       return forward(dir, lo, src, tgt, out_logits, out_memory);
     if (*tune_cmd)
-      return tune(tune_kernel, tune_preset, budget, db_dir, to);
+      return tune(tr, to);
     if (*cmp_cmd)
       return compare(co, cmp_schedules, cmp_out, cmp_all, cmp_preset.empty() ? "transformer-base" : cmp_preset);
     if (*lib_cmd) {

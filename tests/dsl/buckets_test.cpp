@@ -40,15 +40,17 @@ TEST_CASE("each distinct bucket knob set is one branch; the decode one is genera
     CHECK(b[0].knobs["rows"] == 1);
     CHECK(b[1].knobs["rows"] == 4);
   }
-  SECTION("a bucket without a set takes the nearest bucket's; equal sets share a branch") {
+  SECTION("a bucket without a set takes the nearest bucket's; a set equal to decode's shares its branch") {
     const auto b = plan_branches("k", decls, {{"prefill", set(1)}, {"decode", set(2)}}, set(8), t, batch);
     REQUIRE(b.size() == 2);
     CHECK(served(b[0]) == std::vector<std::string>{"prefill"});
     CHECK(served(b[1]) == std::vector<std::string>{"decode", "decode1"});
-    const auto merged =
+    // Equal sets of prefill and decode1 stay two branches, each on its plain condition.
+    const auto two =
         plan_branches("k", decls, {{"prefill", set(2)}, {"decode", set(4)}, {"decode1", set(2)}}, set(8), t, batch);
-    REQUIRE(merged.size() == 2);
-    CHECK(served(merged[0]) == std::vector<std::string>{"prefill", "decode1"});
+    REQUIRE(two.size() == 3);
+    CHECK(two[0].knobs["rows"] == 2);
+    CHECK(two[1].knobs["rows"] == 2);
   }
   SECTION("one set serves every bucket") {
     const auto b = plan_branches("k", decls, {{"decode", set(1)}}, set(8), t, batch);

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -200,6 +202,97 @@ TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset
   CHECK(v["qkv_projection"]["prefill"]["avx512"]["rows"] == j["head_projection"]["avx512"]["rows"]);
   CHECK(v["qkv_projection"]["decode"]["avx2"]["rows"] == j["head_projection"]["avx2"]["rows"]);
   CHECK_THAT(v["qkv_projection"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
+}
+
+TEST_CASE("the transformer-base preset is the model shapes of Transformer-base", "[tuner]") {
+  // The 24 (kernel, shape) pairs the preset always named, primary shapes first.
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"embedding", "d_model=512,vocab=32000,t=128,batch=8"},
+      {"embedding", "d_model=512,vocab=32000,t=1,batch=8"},
+      {"qkv_projection", "d_k=64,heads=8,t=128,batch=8"},
+      {"qkv_projection", "d_k=64,heads=8,t=1,batch=8"},
+      {"qkv_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"kv_projection", "d_k=64,heads=8,t=128,batch=8"},
+      {"q_projection", "d_k=64,heads=8,t=1,batch=8"},
+      {"q_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"attention", "d_k=64,heads=8,t=128,tk=128,batch=8,causal=0"},
+      {"attention", "d_k=64,heads=8,t=1,tk=128,batch=8,causal=1"},
+      {"attention", "d_k=64,heads=8,t=1,tk=128,batch=1,causal=1"},
+      {"out_projection", "d_k=64,heads=8,t=128,batch=8"},
+      {"out_projection", "d_k=64,heads=8,t=1,batch=8"},
+      {"out_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"ffn_relu", "d_model=512,d_ff=2048,t=128,batch=8"},
+      {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=8"},
+      {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=1"},
+      {"layernorm", "d_model=512,t=128,batch=8"},
+      {"layernorm", "d_model=512,t=1,batch=8"},
+      {"add_layernorm", "d_model=512,t=128,batch=8"},
+      {"softmax", "n=128,t=128,batch=8"},
+      {"log_softmax", "n=32000,t=1,batch=8"},
+      {"logits", "d_model=512,vocab=32000,t=1,batch=8"},
+      {"logits", "d_model=512,vocab=32000,t=1,batch=1"}};
+  const auto p = preset("transformer-base");
+  REQUIRE(p.size() == expected.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i].kernel == expected[i].first);
+    CHECK(p[i].shape == canonical_shape(expected[i].second));
+    CHECK(p[i].primary == (i == 0 || p[i - 1].kernel != p[i].kernel));
+  }
+  const auto gelu = model_shapes({256, 4, 1024, 500, 700, "gelu"}, 16, 4);
+  CHECK(std::count_if(gelu.begin(), gelu.end(), [](const preset_entry& e) { return e.kernel == "ffn_gelu"; }) == 3);
+  CHECK(gelu[1].shape == canonical_shape("d_model=256,vocab=700,t=1,batch=4")); // the decoder's embedding
+  CHECK_THROWS_WITH(model_shapes({250, 4, 1024, 500, 700, "relu"}, 16, 4),
+                    Catch::Contains("not a multiple of 4 heads"));
+}
+
+TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner][database]") {
+  temp_dir work("model");
+  database db(work.path);
+  const auto hw = this_machine();
+  const auto c = real_catalog();
+  const auto shapes = model_shapes({64, 4, 256, 100, 120, "relu"}, 16, 4); // no preset has these
+  const auto decode = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
+    return e.kernel == "ffn_relu" && bucket_of(e.shape) == "decode";
+  });
+  REQUIRE(decode != shapes.end());
+  record r;
+  r.kernel = "ffn_relu", r.knob_section = "ffn", r.target = target_of_isa("avx2"), r.status = "ok";
+  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("ffn"), r.shape = decode->shape;
+  r.median_ms = 0.01, r.source = "confirm";
+  r.knobs = default_knobs(real_tools(work.path), "ffn", "avx2");
+  r.knobs["rows"] = 2, r.knobs["tiles_per_task"] = 16;
+  db.append(r);
+  record other_chunk; // attention at a decode shape, measured with another kv_chunk than the section's
+  other_chunk = r;
+  other_chunk.kernel = "attention", other_chunk.knob_section = "attention";
+  other_chunk.schedule_revision = c.revisions.at("attention");
+  other_chunk.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
+                        return e.kernel == "attention" && bucket_of(e.shape) == "decode1";
+                      })->shape;
+  other_chunk.knobs = {{"kv_chunk", 128}, {"q_tile", 1}};
+  db.append(other_chunk);
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  const std::string file = work.path + "/knobs.json";
+  const auto report = export_knobs(defaults, db, hw, shapes, file, c.revisions, c.bucket_plans(), c.algorithm_knobs);
+  CHECK(report.tuned.size() == 1);
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["rows"] == 2);
+  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["tiles_per_task"] == 16);
+  CHECK(j["_source"]["hardware"] == hw.key());
+  // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
+  CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
+  // The generator builds the file's knob sets: the decode branch with the tuned values.
+  const toolchain t = real_tools(work.path);
+  const int rc =
+      std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
+                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=ffn_relu knob_file=" + file + " > " +
+                   work.path + "/gen.log 2>&1")
+                      .c_str());
+  std::ifstream log(work.path + "/gen.log");
+  INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
+  CHECK(rc == 0);
+  CHECK(fs::exists(work.path + "/hf_k.a"));
 }
 
 TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {

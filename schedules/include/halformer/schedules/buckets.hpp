@@ -6,8 +6,8 @@
 // "_buckets", written by the tuner); each distinct set becomes a branch of the one
 // Halide pipeline, selected by the call's extents, as Halide's linear_algebra GEMV
 // and hannk's fully_connected specialise by shape. A bucket without its own set runs
-// the set of the nearest bucket that has one; buckets with equal sets share one
-// branch, so a build without per-bucket values has no extra code at all.
+// the set of the nearest bucket that has one; buckets whose set equals decode's
+// share its branch, so a build without per-bucket values has no extra code at all.
 //
 // A schedule applies every directive through its bucket_scope, so that each knob set
 // schedules its own specialization of every Func. Compute levels (compute_at,
@@ -82,44 +82,46 @@ inline bool same_values(const knob_values& a, const knob_values& b) { return a.a
 } // namespace detail
 
 // The branches for a kernel's knob sets by bucket (empty: `general` alone). The
-// branch serving "decode" is the general one (the last); the others come first, in
-// bucket order, each with its condition. Algorithm knobs (knob_decl::algorithm)
-// shape the algorithm, which is one per pipeline: every set must agree on them.
+// decode bucket's set is the general branch (the last, unconditioned), which also
+// serves every bucket with an equal set; each other bucket with a set of its own
+// is a branch on its plain condition. (Two such buckets with equal sets stay two
+// branches: a disjunction of conditions would hide from Halide's simplifier that
+// the schedule's inner branches for other regimes cannot run there, and it would
+// then compile them with non-constant extents.) Algorithm knobs
+// (knob_decl::algorithm) shape the algorithm, one per pipeline: every set must
+// agree on them.
 inline std::vector<bucket_branch> plan_branches(const std::string& kernel, const std::vector<knob_decl>& decls,
                                                 const std::map<std::string, knob_values>& by_bucket,
                                                 const knob_values& general, const Halide::Expr& t,
                                                 const Halide::Expr& batch) {
   if (by_bucket.empty())
     return {{{bucket_names().begin(), bucket_names().end()}, {}, general}};
+  const auto set_of = [&](const std::string& bucket) -> const knob_values& {
+    for (const auto& n : nearest_buckets(bucket))
+      if (by_bucket.count(n))
+        return by_bucket.at(n);
+    return general;
+  };
+  const knob_values& decode = set_of("decode");
   std::vector<bucket_branch> branches;
+  bucket_branch rest{{"decode"}, {}, decode};
   for (const auto& b : bucket_names()) {
-    const std::string* source = nullptr;
-    for (const auto& n : nearest_buckets(b))
-      if (!source && by_bucket.count(n))
-        source = &n;
-    const knob_values& k = by_bucket.at(*source);
-    auto same = std::find_if(branches.begin(), branches.end(),
-                             [&](const bucket_branch& br) { return detail::same_values(br.knobs, k); });
-    if (same == branches.end())
-      branches.push_back({{b}, bucket_condition(b, t, batch), k});
-    else {
-      same->buckets.push_back(b);
-      same->condition = same->condition || bucket_condition(b, t, batch);
-    }
+    if (b == "decode")
+      continue;
+    if (detail::same_values(set_of(b), decode))
+      rest.buckets.push_back(b);
+    else
+      branches.push_back({{b}, bucket_condition(b, t, batch), set_of(b)});
   }
   for (const auto& d : decls)
     if (d.algorithm)
       for (const auto& br : branches)
-        if (br.knobs[d.name] != branches.front().knobs[d.name])
-          throw std::runtime_error(
-              kernel + ": algorithm knob '" + d.name + "' differs between bucket " + branches.front().buckets.front() +
-              " (" + std::to_string(branches.front().knobs[d.name]) + ") and bucket " + br.buckets.front() + " (" +
-              std::to_string(br.knobs[d.name]) + "): one pipeline has one algorithm");
-  auto general_branch = std::find_if(branches.begin(), branches.end(), [](const bucket_branch& br) {
-    return std::find(br.buckets.begin(), br.buckets.end(), "decode") != br.buckets.end();
-  });
-  std::rotate(general_branch, general_branch + 1, branches.end());
-  branches.back().condition = Halide::Expr();
+        if (br.knobs[d.name] != decode[d.name])
+          throw std::runtime_error(kernel + ": algorithm knob '" + d.name + "' differs between bucket " +
+                                   br.buckets.front() + " (" + std::to_string(br.knobs[d.name]) +
+                                   ") and bucket decode (" + std::to_string(decode[d.name]) +
+                                   "): one pipeline has one algorithm");
+  branches.push_back(rest);
   return branches;
 }
 
