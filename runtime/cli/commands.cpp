@@ -62,7 +62,8 @@ std::string resolve_isa(const std::string& asked) {
 
 // The (kernel, shape) pairs a tune request names: a preset, a model directory's
 // shapes, or one kernel at one shape.
-std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape) {
+std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape,
+                                          const tuner::catalog& cat) {
   if (!r.preset.empty())
     return tuner::preset(r.preset);
   if (!r.model_dir.empty()) {
@@ -73,7 +74,13 @@ std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::str
   }
   if (r.kernel.empty() || shape.empty())
     throw error("tune needs --kernel and --shape, --preset, or --model");
-  return {{r.kernel, tuner::canonical_shape(shape), true}};
+  // A decode shape's record makes its bucket's knob set, not the section's (which
+  // the kernels of the section without bucket sets run at every shape), unless
+  // the kernel has no knob set for that bucket.
+  const std::string canonical = tuner::canonical_shape(shape);
+  const auto& buckets = cat.kernel(r.kernel).buckets;
+  const bool own_set = std::find(buckets.begin(), buckets.end(), tuner::bucket_of(canonical)) != buckets.end();
+  return {{r.kernel, canonical, tuner::bucket_of(canonical) == "prefill" || !own_set}};
 }
 
 // Writes this hardware's knob file from the database at the tuned shapes, over
@@ -100,7 +107,7 @@ int tune(const tune_request& r, tuner::tune_options o) {
   const tuner::database db(r.db_dir);
   o.budget_s = seconds_of(r.budget);
   o.isa = resolve_isa(o.isa);
-  const auto jobs = tune_jobs(r, o.shape);
+  const auto jobs = tune_jobs(r, o.shape, cat);
   fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
              tuner::hardware_key(hw, o.isa), o.isa, db.file());
   for (const auto& job : jobs) {

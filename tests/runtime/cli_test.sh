@@ -61,5 +61,21 @@ done
 grep -q "<svg" "$tmp/layernorm_batch-1_d_model-64_t-4.svg" || fail "compare chart is not SVG"
 rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
+# tune --model: every kernel at the model's own shapes (one candidate each: the
+# default), then the knob file the build takes holds a set per kernel and bucket,
+# from the records at this model's shapes.
+tmp=$(mktemp -d)
+"$bin" tune --model "$model" --prefill-tokens 6 --batch 3 --trials 1 --finalists 0 --confirm-rounds 0 --samples 2 \
+  --min-ms 1 --db "$tmp/db" --knob-file "$tmp/knobs.json" >"$tmp/log" 2>&1 || fail "tune --model: $(tail -3 "$tmp/log")"
+/usr/bin/python3 -c "
+import json, sys
+j = json.load(open('$tmp/knobs.json')); c = json.load(open('$model/config.json'))
+assert j['_source']['shapes'] == 24, j['_source']
+why = [s['_why'] for s in j['_buckets']['ffn_relu']['decode'].values()]
+want = 'd_model=%d,t=1' % c['d_model']
+sys.exit(0 if any(w.startswith('tuned on this machine at') and want in w and 'batch=3' in w for w in why)
+         else 'no decode set tuned at the model shape: %s' % why)" || fail "tune --model knob file"
+expect_error "Directory does not exist" "$bin" tune --model /nonexistent --db "$tmp/db"
+rm -rf "$tmp"
 echo "cli tests: $failures failures"
 exit $((failures != 0))
