@@ -6,9 +6,10 @@
 // sgemm on the same GEMMs (row-major, same threads). Inputs are rotated over
 // >= 64 MiB of copies so weights come from memory, as in a model. Prints JSON lines.
 //   bench_kernels [--threads N] [--samples S] [--min-ms M] [--only NAME]
-#include "measure.hpp"
+#include "halformer/timing.hpp"
 
-#include "hf_all.h"
+#include "halformer/problems.hpp"
+#include "halformer_kernels.h"
 
 #include <CLI/CLI.hpp>
 #include <HalideBuffer.h>
@@ -30,219 +31,52 @@ void openblas_set_num_threads(int);
 }
 
 namespace {
-using fb = Halide::Runtime::Buffer<float>;
-using ib = Halide::Runtime::Buffer<int32_t>;
-constexpr int D = 512, H = 8, DK = 64, FF = 2048, V = 32000, CACHE = 128;
+namespace problems = halformer::problems;
+using gemm = problems::gemm_dims;
 
-std::mt19937 rng(1);
-fb random(std::vector<int> shape, float scale = 1.0f) {
-  fb b(shape);
-  std::normal_distribution<float> n(0.0f, scale);
-  b.for_each_value([&](float& v) { v = n(rng); });
-  return b;
-}
-
-struct gemm {
-  int m, n, k;
-};
-
-// One kernel case: how to make a set of buffers and call the kernel on it.
+// One kernel at one phase of Transformer-base: its problem (inputs, arguments by
+// name, costs, GEMMs for the baselines).
 struct kcase {
   std::string kernel, phase; // phase: "prefill S=128", "decode rows=8"
-  double flops = 0, bytes = 0;
-  bool compute_bound = false;
-  std::vector<gemm> gemms; // for the sgemm baselines
-  std::function<std::shared_ptr<void>()> make;
-  std::function<int(void*)> call;
-  std::function<std::size_t(void*)> size; // bytes one set of buffers holds
-};
-
-template <class Set, class Make, class Call> void add(std::vector<kcase>& v, kcase c, Make make, Call call) {
-  c.make = [make] { return std::shared_ptr<void>(new Set(make()), [](void* p) { delete static_cast<Set*>(p); }); };
-  c.call = [call](void* p) { return call(*static_cast<Set*>(p)); };
-  c.size = [](void* p) { return static_cast<Set*>(p)->size(); };
-  v.push_back(std::move(c));
-}
-
-struct proj_set {
-  fb x, w[3], b[3], o[3];
-  std::size_t size() const {
-    std::size_t n = x.size_in_bytes();
-    for (int i = 0; i < 3; ++i)
-      n += w[i].data() ? w[i].size_in_bytes() + b[i].size_in_bytes() + o[i].size_in_bytes() : 0;
-    return n;
-  }
-};
-struct attn_set {
-  fb q, k, v, out;
-  ib len;
-  std::size_t size() const { return q.size_in_bytes() + k.size_in_bytes() + v.size_in_bytes() + out.size_in_bytes(); }
-};
-struct gen_set {
-  std::vector<fb> f;
-  ib i;
-  std::size_t size() const {
-    std::size_t n = i.data() ? i.size_in_bytes() : 0;
-    for (const auto& b : f)
-      n += b.size_in_bytes();
-    return n;
-  }
+  std::string shape;
+  bool compute_bound;
 };
 
 std::vector<kcase> cases() {
+  const std::string heads = "d_k=64,heads=8", d = "d_model=512", cache = "128", vocab = "32000";
   std::vector<kcase> v;
-  struct shape {
-    std::string phase;
-    int t, batch;
-    bool prefill;
+  auto add = [&](const std::string& k, const std::string& phase, const std::string& shape, bool compute_bound) {
+    v.push_back({k, phase, shape, compute_bound});
   };
-  std::vector<shape> shapes;
-  for (int s : {128, 512, 2048})
-    shapes.push_back({"prefill S=" + std::to_string(s), s, 1, true});
-  for (int r : {1, 8, 32})
-    shapes.push_back({"decode rows=" + std::to_string(r), 1, r, false});
-  const float ws = 1.0f / std::sqrt(float(D));
-  for (const auto& s : shapes) {
-    const int rows = s.t * s.batch;
-    const double act = 4.0 * D * rows;
-    // Head projections: q/k/v (self-attention), k/v (cross, prefill), q (cross, decode).
-    for (int n : {3, 2, 1}) {
-      if ((n == 2 && !s.prefill) || (n == 1 && s.prefill))
-        continue;
-      const std::string name = n == 3 ? "qkv_projection" : n == 2 ? "kv_projection" : "q_projection";
-      kcase c{name, s.phase, 2.0 * n * D * D * rows, n * (4.0 * D * D + act) + act, s.prefill};
-      for (int i = 0; i < n; ++i)
-        c.gemms.push_back({rows, D, D});
-      add<proj_set>(
-          v, c,
-          [=] {
-            proj_set p;
-            p.x = random({D, s.t, s.batch});
-            for (int i = 0; i < n; ++i)
-              p.w[i] = random({DK, H, D}, ws), p.b[i] = random({DK, H}, 0.1f), p.o[i] = fb(DK, s.t, H, s.batch);
-            return p;
-          },
-          [n](proj_set& p) {
-            if (n == 3)
-              return hf_qkv_projection(p.x, p.w[0], p.w[1], p.w[2], p.b[0], p.b[1], p.b[2], p.o[0], p.o[1], p.o[2]);
-            if (n == 2)
-              return hf_kv_projection(p.x, p.w[0], p.w[1], p.b[0], p.b[1], p.o[0], p.o[1]);
-            return hf_q_projection(p.x, p.w[0], p.b[0], p.o[0]);
-          });
-    }
-    // Attention: prefill is encoder self-attention (S x S); decode one query
-    // against a 128-position cache.
-    {
-      const int tk = s.prefill ? s.t : CACHE;
-      kcase c{"attention", s.phase, 4.0 * s.t * tk * DK * H * s.batch, 4.0 * DK * H * s.batch * (2.0 * s.t + 2.0 * tk),
-              s.prefill};
-      add<attn_set>(
-          v, c,
-          [=] {
-            attn_set a{random({DK, s.t, H, s.batch}), random({DK, tk, H, s.batch}), random({DK, tk, H, s.batch}),
-                       fb(DK, s.t, H, s.batch), ib(s.batch)};
-            a.len.fill(tk);
-            return a;
-          },
-          [](attn_set& a) { return hf_attention(a.q, a.k, a.v, a.len, false, 0, a.out); });
-    }
-    // Output projection (+ bias + residual), FFN, LayerNorms.
-    {
-      kcase c{"out_projection", s.phase, 2.0 * D * D * rows, 4.0 * D * D + 3 * act, s.prefill, {{rows, D, D}}};
-      add<gen_set>(
-          v, c,
-          [=] {
-            return gen_set{{random({DK, s.t, H, s.batch}), random({D, DK, H}, ws), random({D}, 0.1f),
-                            random({D, s.t, s.batch}), fb(D, s.t, s.batch)},
-                           ib()};
-          },
-          [](gen_set& g) { return hf_out_projection(g.f[0], g.f[1], g.f[2], g.f[3], g.f[4]); });
-    }
-    {
-      kcase c{
-          "ffn_relu", s.phase, 4.0 * D * FF * rows, 8.0 * D * FF + 3 * act, s.prefill, {{rows, FF, D}, {rows, D, FF}}};
-      add<gen_set>(
-          v, c,
-          [=] {
-            return gen_set{{random({D, s.t, s.batch}), random({D, s.t, s.batch}), random({FF, D}, ws),
-                            random({FF}, 0.1f), random({D, FF}, 1.0f / std::sqrt(float(FF))), random({D}, 0.1f),
-                            fb(D, s.t, s.batch)},
-                           ib()};
-          },
-          [](gen_set& g) { return hf_ffn_relu(g.f[0], g.f[1], g.f[2], g.f[3], g.f[4], g.f[5], g.f[6]); });
-    }
-    for (bool residual : {false, true}) {
-      kcase c{residual ? "add_layernorm" : "layernorm", s.phase, 8.0 * D * rows, (residual ? 3 : 2) * act, false};
-      add<gen_set>(
-          v, c,
-          [=] {
-            gen_set g{
-                {random({D, s.t, s.batch}), random({D, s.t, s.batch}), random({D}), random({D}), fb(D, s.t, s.batch)},
-                ib()};
-            return g;
-          },
-          [residual](gen_set& g) {
-            return residual ? hf_add_layernorm(g.f[0], g.f[1], g.f[2], g.f[3], 1e-5f, g.f[4])
-                            : hf_layernorm(g.f[0], g.f[2], g.f[3], 1e-5f, g.f[4]);
-          });
-    }
-    {
-      kcase c{"embedding", s.phase, 2.0 * D * rows, 2 * act, false};
-      add<gen_set>(
-          v, c,
-          [=] {
-            gen_set g{{random({D, V}), fb(D, s.t, s.batch)}, ib(s.t, s.batch)};
-            std::uniform_int_distribution<int> id(0, V - 1);
-            g.i.for_each_value([&](int32_t& x) { x = id(rng); });
-            return g;
-          },
-          [](gen_set& g) { return hf_embedding(g.f[0], g.i, 22.6f, 0, g.f[1]); });
-    }
-    // Logits over the 32000-word vocabulary (decode, and prefill up to S = 512),
-    // and the log-softmax beam search runs on them (decode).
-    if (!s.prefill || s.t <= 512) {
-      kcase c{"logits", s.phase, 2.0 * D * V * rows, 4.0 * D * V + act + 4.0 * V * rows, s.prefill, {{rows, V, D}}};
-      add<gen_set>(
-          v, c,
-          [=] {
-            return gen_set{{random({D, s.t, s.batch}), random({V, D}, ws), random({V}), fb(V, s.t, s.batch)}, ib()};
-          },
-          [](gen_set& g) { return hf_logits(g.f[0], g.f[1], g.f[2], g.f[3]); });
-    }
-    // The standalone softmax over keys (S x S scores at prefill, a 128-key row per
-    // decode row), and greedy decoding's pick over the vocabulary (decode).
-    {
-      const int n = s.prefill ? s.t : CACHE;
-      kcase c{"softmax", s.phase, 4.0 * n * rows, 8.0 * n * rows, false};
-      add<gen_set>(
-          v, c,
-          [=] {
-            gen_set g{{random({n, s.t, s.batch}, 3.0f), fb(n, s.t, s.batch)}, ib(s.batch)};
-            g.i.fill(n);
-            return g;
-          },
-          [](gen_set& g) { return hf_softmax(g.f[0], g.i, false, 0, g.f[1]); });
-    }
-    if (!s.prefill) {
-      kcase c{"greedy_pick", s.phase, 4.0 * V * rows, 4.0 * V * rows, false};
-      add<gen_set>(
-          v, c,
-          [=] {
-            return gen_set{{random({V, 1, s.batch}, 3.0f), fb(1, s.batch)}, ib(1, s.batch)};
-          },
-          [](gen_set& g) { return hf_greedy_pick(g.f[0], g.i, g.f[1]); });
-    }
-    if (!s.prefill) {
-      kcase c{"log_softmax", s.phase, 4.0 * V * rows, 8.0 * V * rows, false};
-      add<gen_set>(
-          v, c,
-          [=] {
-            gen_set g{{random({V, 1, s.batch}, 3.0f), fb(V, 1, s.batch)}, ib(s.batch)};
-            g.i.fill(V);
-            return g;
-          },
-          [](gen_set& g) { return hf_log_softmax(g.f[0], g.i, false, 0, g.f[1]); });
-    }
+  for (int s : {128, 512, 2048}) {
+    const std::string phase = "prefill S=" + std::to_string(s), rows = ",t=" + std::to_string(s) + ",batch=1";
+    const std::string S = std::to_string(s);
+    add("qkv_projection", phase, heads + rows, true);
+    add("kv_projection", phase, heads + rows, true);
+    add("attention", phase, heads + ",tk=" + S + ",causal=0" + rows, true); // encoder self-attention
+    add("out_projection", phase, heads + rows, true);
+    add("ffn_relu", phase, d + ",d_ff=2048" + rows, true);
+    add("layernorm", phase, d + rows, false);
+    add("add_layernorm", phase, d + rows, false);
+    add("embedding", phase, d + ",vocab=" + vocab + rows, false);
+    if (s <= 512)
+      add("logits", phase, d + ",vocab=" + vocab + rows, true);
+    add("softmax", phase, "n=" + S + rows, false);
+  }
+  for (int r : {1, 8, 32}) { // one new token per row, attending to a 128-position cache
+    const std::string phase = "decode rows=" + std::to_string(r), rows = ",t=1,batch=" + std::to_string(r);
+    add("qkv_projection", phase, heads + rows, false);
+    add("q_projection", phase, heads + rows, false);
+    add("attention", phase, heads + ",tk=" + cache + ",causal=1" + rows, false);
+    add("out_projection", phase, heads + rows, false);
+    add("ffn_relu", phase, d + ",d_ff=2048" + rows, false);
+    add("layernorm", phase, d + rows, false);
+    add("add_layernorm", phase, d + rows, false);
+    add("embedding", phase, d + ",vocab=" + vocab + rows, false);
+    add("logits", phase, d + ",vocab=" + vocab + rows, false);
+    add("softmax", phase, "n=" + cache + rows, false);
+    add("greedy_pick", phase, "vocab=" + vocab + rows, false);
+    add("log_softmax", phase, "n=" + vocab + rows, false);
   }
   return v;
 }
@@ -251,7 +85,7 @@ std::vector<kcase> cases() {
 struct sgemm_sets {
   std::vector<std::vector<float>> data;
   std::size_t next = 0;
-  explicit sgemm_sets(const std::vector<gemm>& gs) {
+  explicit sgemm_sets(const std::vector<gemm>& gs, std::mt19937& rng) {
     std::size_t per = 0;
     for (const auto& g : gs)
       per += std::size_t(g.m) * g.k + std::size_t(g.k) * g.n + std::size_t(g.m) * g.n;
@@ -291,38 +125,39 @@ int main(int argc, char** argv) {
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
   // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (bench/run.py sets it).
+  problems::rng.seed(1);
   for (const kcase& c : cases()) {
     if (!only.empty() && c.kernel != only)
       continue;
-    std::vector<std::shared_ptr<void>> sets{c.make()};
-    // Rotation: as many copies as make >= 64 MiB (bytes is what one call touches).
-    // Up to 4096 copies (small memory-bound kernels must not run from the caches
-    // either) and 1 GiB in all (an embedding table is 64 MiB, of which a call
-    // touches a few rows).
-    const std::size_t set_size = std::max<std::size_t>(c.size(sets[0].get()), 1);
-    const std::size_t n =
-        std::clamp<std::size_t>(std::size_t((64 << 20) / std::max(c.bytes, 1.0)) + 1, 1,
-                                std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / set_size)));
-    while (sets.size() < n)
-      sets.push_back(c.make());
+    auto shape = problems::parse_shape(c.shape);
+    problems::problem p = problems::make_problem(c.kernel, shape);
+    const halformer_kernel* k = halformer_find_kernel(halformer_kernels_cpu(), c.kernel.c_str());
+    if (!k) {
+      std::fprintf(stderr, "bench_kernels: %s\n", halformer_last_error());
+      return 1;
+    }
+    p.bind(*k);
+    p.sets.push_back(p.make());
+    while (p.sets.size() < problems::rotation_sets(problems::bytes_of(p.sets[0])))
+      p.sets.push_back(p.make());
     std::size_t next = 0;
     int rc = 0;
-    std::vector<std::function<void()>> fns{[&] { rc |= c.call(sets[next++ % sets.size()].get()); }};
+    std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
     std::unique_ptr<sgemm_sets> blas;
-    if (!c.gemms.empty()) {
-      blas = std::make_unique<sgemm_sets>(c.gemms);
+    if (!p.gemms.empty()) {
+      blas = std::make_unique<sgemm_sets>(p.gemms, problems::rng);
       fns.push_back([&] {
-        blas->run(c.gemms, [](const gemm& g, float* a, float* b, float* o) {
+        blas->run(p.gemms, [](const gemm& g, float* a, float* b, float* o) {
           dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
         });
       });
       fns.push_back([&] {
-        blas->run(c.gemms, [](const gemm& g, float* a, float* b, float* o) {
+        blas->run(p.gemms, [](const gemm& g, float* a, float* b, float* o) {
           cblas_sgemm(101, 111, 111, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
         });
       });
     }
-    const auto st = bench::interleaved(fns, samples, min_ms);
+    const auto st = halformer::timing::interleaved(fns, samples, min_ms);
     if (rc != 0) {
       std::fprintf(stderr, "bench_kernels: %s %s failed: %s\n", c.kernel.c_str(), c.phase.c_str(),
                    halformer_last_error());
@@ -330,13 +165,14 @@ int main(int argc, char** argv) {
     }
     nlohmann::json j{{"kernel", c.kernel},
                      {"phase", c.phase},
-                     {"flops", c.flops},
-                     {"bytes", c.bytes},
+                     {"shape", c.shape},
+                     {"flops", p.flops},
+                     {"bytes", p.bytes},
                      {"compute_bound", c.compute_bound},
                      {"halformer", st[0].to_json()},
-                     {"input_sets", sets.size()},
+                     {"input_sets", p.sets.size()},
                      {"isa", halformer_active_isa()}};
-    if (!c.gemms.empty())
+    if (!p.gemms.empty())
       j["onednn_sgemm"] = st[1].to_json(), j["openblas_sgemm"] = st[2].to_json();
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);

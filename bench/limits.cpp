@@ -1,7 +1,7 @@
 // Machine limits: the FP32 FMA peak (an FMA-chain microbenchmark, AVX-512 and
 // AVX2), memory bandwidth (STREAM-style triad and a read-only sum over arrays far
 // larger than the caches), with `--threads` threads. Prints JSON.
-#include "measure.hpp"
+#include "halformer/timing.hpp"
 
 #include "compare.hpp" // fma_peak_gflops
 
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       partial[(lo * threads / n) * 16] = s0 + s1 + s2 + s3;
     });
   };
-  const auto s = bench::interleaved({triad, read}, samples, 50);
+  const auto s = halformer::timing::interleaved({triad, read}, samples, 50);
   const double triad_bytes = 3.0 * 4 * n, read_bytes = 4.0 * n;
   j["bandwidth_gbps"] = {{"triad", triad_bytes / s[0].median_ms / 1e6}, {"read", read_bytes / s[1].median_ms / 1e6}};
   j["bandwidth_ms"] = {{"triad", s[0].to_json()}, {"read", s[1].to_json()}};

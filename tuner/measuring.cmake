@@ -4,12 +4,10 @@ set(tuner_dir ${CMAKE_SOURCE_DIR}/tuner)
 set(share ${CMAKE_BINARY_DIR}/share/halformer)
 get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES)
 
-# One measuring harness per kernel (linked with each candidate by the tuner).
-# The problems are compiled once; each kernel's harness names its kernel.
-add_library(tuner_harness_problems OBJECT ${tuner_dir}/harness_problems.cpp)
-target_link_libraries(tuner_harness_problems PRIVATE halformer::common Halide::Runtime)
+# One measuring harness per kernel (linked with each candidate by the tuner): the
+# kernel problems (common/) compiled once, and harness.cpp naming its kernel.
 foreach (k IN LISTS HALFORMER_KERNELS)
-  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp $<TARGET_OBJECTS:tuner_harness_problems>)
+  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp $<TARGET_OBJECTS:halformer_problems_objects>)
   target_compile_definitions(tuner_harness_${k} PRIVATE HF_KERNEL_NAME="${k}")
   target_link_libraries(tuner_harness_${k} PRIVATE halformer::common Halide::Runtime)
   list(APPEND harnesses tuner_harness_${k})

@@ -12,7 +12,7 @@
 // of order 1e-2..1 and fails by orders of magnitude.
 #pragma once
 
-#include "../reference/convert.hpp"
+#include "halformer/reference/convert.hpp"
 #include "hf_all.h"
 #include "kernel_api.hpp"
 

@@ -1,12 +1,13 @@
 // Every kernel's measuring problem: random inputs at the shape, the arguments by
 // name (as the kernel's DSL definition names them), float64 verification of
-// sampled rows against tests/reference, and the FLOP and byte counts.
-#include "harness.hpp"
+// sampled rows against halformer/reference, the FLOP and byte counts, and the
+// shapes the kernel tests run each kernel at.
+#include "halformer/problems.hpp"
 
 #include <cmath>
 #include <stdexcept>
 
-namespace harness {
+namespace halformer::problems {
 
 namespace {
 scalar_input f32_scalar(std::string n, float v) { return {std::move(n), halformer::f32_type, {.f32 = v}}; }
@@ -26,6 +27,7 @@ problem logits(shape_args& s) {
       compare_row3(c.f[3], ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
   };
   p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + D * T * B + V * T * B);
+  p.gemms = {{T * B, V, D}};
   return p;
 }
 
@@ -43,6 +45,7 @@ problem ffn(shape_args& s, bool gelu) {
       compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, gelu), t, b, m);
   };
   p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + 3 * D * T * B);
+  p.gemms = {{T * B, F, D}, {T * B, D, F}};
   return p;
 }
 
@@ -80,6 +83,7 @@ problem head_projection(shape_args& s, const std::string& which) {
     }
   };
   p.flops = 2.0 * n * D * D * T * B, p.bytes = 4.0 * (n * D * D + (1 + n) * D * T * B);
+  p.gemms.assign(std::size_t(n), {T * B, D, D});
   return p;
 }
 
@@ -104,6 +108,7 @@ problem out_projection(shape_args& s) {
     }
   };
   p.flops = 2.0 * D * D * T * B, p.bytes = 4.0 * (D * D + 3 * D * T * B);
+  p.gemms = {{T * B, D, D}};
   return p;
 }
 
@@ -217,10 +222,9 @@ problem embedding(shape_args& s) {
   p.tolerance = 1e-5 + 4.0 * T * std::ldexp(1.0, -24);
   return p;
 }
-} // namespace
 
-problem make_problem(const std::string& name, shape_args& s) {
-  static const std::map<std::string, std::function<problem(shape_args&)>> problems{
+const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
+  static const std::map<std::string, std::function<problem(shape_args&)>> all{
       {"logits", logits},
       {"ffn_relu", [](shape_args& a) { return ffn(a, false); }},
       {"ffn_gelu", [](shape_args& a) { return ffn(a, true); }},
@@ -235,12 +239,55 @@ problem make_problem(const std::string& name, shape_args& s) {
       {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
       {"greedy_pick", greedy_pick},
       {"embedding", embedding}};
-  auto p = problems.find(name);
-  if (p == problems.end())
-    throw std::runtime_error("the harness has no problem for kernel '" + name + "'");
+  return all;
+}
+} // namespace
+
+problem make_problem(const std::string& name, shape_args& s) {
+  auto p = problems().find(name);
+  if (p == problems().end())
+    throw std::runtime_error("no problem is defined for kernel '" + name + "'");
   problem result = p->second(s);
   s.check_all_used();
   return result;
 }
 
-} // namespace harness
+std::vector<std::string> problem_kernels() {
+  std::vector<std::string> names;
+  for (const auto& [name, make] : problems())
+    names.push_back(name);
+  return names;
+}
+
+// Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1; widths
+// that are not multiples of any vector width, and d_k 64 (attention and the head
+// projections have a branch of their own for it).
+const std::vector<std::string>& test_shapes(const std::string& kernel) {
+  static const std::vector<std::string> none;
+  static const std::map<std::string, std::vector<std::string>> shapes{
+      {"logits",
+       {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1"}},
+      {"ffn", {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1"}},
+      {"heads", {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1"}},
+      {"attention",
+       {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
+        "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1"}},
+      {"layernorm", {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1"}},
+      {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1"}},
+      {"greedy_pick", {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=1,t=1,batch=1"}},
+      {"embedding",
+       {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1"}}};
+  static const std::map<std::string, std::string> family{{"ffn_relu", "ffn"},
+                                                         {"ffn_gelu", "ffn"},
+                                                         {"qkv_projection", "heads"},
+                                                         {"kv_projection", "heads"},
+                                                         {"q_projection", "heads"},
+                                                         {"out_projection", "heads"},
+                                                         {"add_layernorm", "layernorm"},
+                                                         {"log_softmax", "softmax"}};
+  const auto f = family.find(kernel);
+  const auto it = shapes.find(f != family.end() ? f->second : kernel);
+  return it != shapes.end() ? it->second : none;
+}
+
+} // namespace halformer::problems

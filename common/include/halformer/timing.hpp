@@ -1,5 +1,6 @@
-// Timing for the benchmarks: warm-up, then `samples` samples, each repeating the
-// call until `min_ms` have passed; median, min and max of the per-call times.
+// The one timing loop (the benchmarks, the tuner's measuring harness): warm-up,
+// then `samples` samples, each repeating the call until `min_ms` have passed;
+// median, min and max of the per-call times.
 // Several candidates are measured interleaved (A, B, C, A, B, C, ...) so that a
 // noisy neighbour on this shared machine hits all of them alike.
 #pragma once
@@ -11,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-namespace bench {
+namespace halformer::timing {
 
 struct stats {
   double median_ms = 0, min_ms = 0, max_ms = 0;
@@ -26,10 +27,11 @@ inline double now_ms() {
 }
 
 // Each function runs one call; returns one stats per function.
-inline std::vector<stats> interleaved(const std::vector<std::function<void()>>& fns, int samples, double min_ms) {
+inline std::vector<stats> interleaved(const std::vector<std::function<void()>>& fns, int samples, double min_ms,
+                                      int warmup_calls = 2) {
   std::vector<std::vector<double>> times(fns.size());
   for (const auto& f : fns)
-    for (int w = 0; w < 2; ++w)
+    for (int w = 0; w < warmup_calls; ++w)
       f();
   for (int s = 0; s < samples; ++s)
     for (std::size_t i = 0; i < fns.size(); ++i) {
@@ -51,4 +53,4 @@ inline std::vector<stats> interleaved(const std::vector<std::function<void()>>& 
   return out;
 }
 
-} // namespace bench
+} // namespace halformer::timing

@@ -1,9 +1,13 @@
-// The measuring harness's model of one kernel at one shape (harness_problems.cpp
-// defines one per kernel; harness.cpp verifies and times it).
+// Every kernel as a problem at a shape: its arguments by name (as its DSL
+// definition names them), random inputs, float64 verification against
+// halformer/reference, the FLOP and byte counts, and shapes to test it at.
+// kernel_problems.cpp defines one per kernel; the tuner's harness verifies and
+// times them, the kernel benchmarks time them, and the kernel tests run every
+// compiled kernel on its test shapes.
 #pragma once
 
-#include "../tests/reference/convert.hpp"
 #include "halformer/kernel_call.hpp"
+#include "halformer/reference/convert.hpp"
 
 #include <HalideBuffer.h>
 
@@ -13,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace harness {
+namespace halformer::problems {
 
 using Halide::Runtime::Buffer;
 using fb = Buffer<float>;
@@ -48,6 +52,16 @@ struct call_set {
   std::vector<fb> f;
   std::vector<ib> i;
 };
+std::size_t bytes_of(const call_set& c);
+// How many input sets a timing loop rotates over: >= 64 MiB in all (up to 4096
+// sets, 1 GiB), so that even a 4 KiB decode-step LayerNorm reads from memory,
+// as in a model, not from the caches.
+std::size_t rotation_sets(std::size_t set_bytes);
+
+// A GEMM a kernel computes (row-major m x k times k x n), for BLAS baselines.
+struct gemm_dims {
+  int m, n, k;
+};
 
 union scalar_value {
   float f32;
@@ -67,8 +81,9 @@ struct problem {
   std::vector<std::string> f_names, i_names, outputs;
   std::vector<scalar_input> scalars;
   std::function<call_set()> make;
-  std::function<void(call_set&, error_meter&)> verify;
+  std::function<void(call_set&, error_meter&)> verify; // rows: sample_rows()
   double flops = 0, bytes = 0;
+  std::vector<gemm_dims> gemms;
   // Largest accepted error_meter result: the kernel tests' 1e-5 of (|ref| + rms),
   // since a float32 reduction of K terms errs by ~sqrt(K) 2^-24 (< 3e-6 at
   // K = 2048) while indexing or mask bugs err by 1e-2..1. Problems with a stated
@@ -81,13 +96,22 @@ struct problem {
   int operator()(call_set& c);
 };
 
-// The problem of kernel `name` at `shape` (harness_problems.cpp).
+// "d_model=512,t=1,batch=8" as shape values.
+shape_args parse_shape(const std::string& text);
+// The problem of kernel `name` at `shape` (kernel_problems.cpp).
 problem make_problem(const std::string& name, shape_args& shape);
+// The kernels with a problem, and the shapes the kernel tests run each at: small
+// and awkward (1, 7, 333, non-multiples of the vector width), at least one in
+// each shape bucket (prefill, decode, decode1).
+std::vector<std::string> problem_kernels();
+const std::vector<std::string>& test_shapes(const std::string& kernel);
 
 // Row slices (dim 0 full, one position along the others) as reference tensors.
 ref::tensor row3(const fb& x, int t, int b);
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
-// Sampled (t, b) rows: first, last and a few in between.
+// The (t, b) rows verify() compares: first, last and a few in between, or every
+// row after verify_every_row(true) (the kernel tests).
 std::vector<std::pair<int, int>> sample_rows(int T, int B);
+void verify_every_row(bool all);
 
-} // namespace harness
+} // namespace halformer::problems

@@ -1,0 +1,126 @@
+// Helpers of the kernel problems (problems.hpp): random inputs, shape keys, the
+// error measure, row sampling, and binding a problem's arguments by name.
+#include "halformer/problems.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+namespace halformer::problems {
+
+std::mt19937 rng;
+
+fb random(std::vector<int> shape, float scale) {
+  fb b(shape);
+  std::normal_distribution<float> n(0.0f, scale);
+  b.for_each_value([&](float& v) { v = n(rng); });
+  return b;
+}
+
+int shape_args::operator[](const std::string& k) {
+  auto it = v.find(k);
+  if (it == v.end())
+    throw std::runtime_error("shape lacks '" + k + "'");
+  used.push_back(k);
+  return it->second;
+}
+void shape_args::check_all_used() const {
+  for (const auto& [k, x] : v)
+    if (std::find(used.begin(), used.end(), k) == used.end())
+      throw std::runtime_error("shape key '" + k + "' does not apply to this kernel");
+}
+
+double error_meter::result() const {
+  const double rms = std::sqrt(ss / double(std::max<std::size_t>(n, 1)));
+  double w = 0;
+  for (auto [g, r] : pairs)
+    w = std::max(w, std::isfinite(g) ? std::abs(g - r) / (std::abs(r) + rms + 1e-30) : INFINITY);
+  return w;
+}
+
+ref::tensor row3(const fb& x, int t, int b) { return ref::to_ref(x.cropped(1, t, 1).cropped(2, b, 1)); }
+void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m) {
+  for (int i = 0; i < got.dim(0).extent(); ++i)
+    m.add(got(i, t, b), want.data[std::size_t(i)]);
+}
+namespace {
+bool every_row = false;
+}
+void verify_every_row(bool all) { every_row = all; }
+
+std::vector<std::pair<int, int>> sample_rows(int T, int B) {
+  if (every_row) {
+    std::vector<std::pair<int, int>> all;
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < T; ++t)
+        all.emplace_back(t, b);
+    return all;
+  }
+  std::vector<std::pair<int, int>> s{{0, 0}, {T - 1, B - 1}};
+  std::uniform_int_distribution<int> tt(0, T - 1), bb(0, B - 1);
+  for (int k = 0; k < 4; ++k)
+    s.emplace_back(tt(rng), bb(rng));
+  return s;
+}
+
+// The caller's order: f buffers, i buffers, scalars (see operator()).
+void problem::bind(const halformer_kernel& k) {
+  const call_set c = make();
+  std::vector<halformer::arg_spec> specs;
+  auto buffer = [&](const std::string& n, halide_type_t t, int dims) {
+    const bool out = std::find(outputs.begin(), outputs.end(), n) != outputs.end();
+    specs.push_back(out ? halformer::output_arg(n, t, dims) : halformer::input_arg(n, t, dims));
+  };
+  for (std::size_t j = 0; j < f_names.size(); ++j)
+    buffer(f_names[j], halformer::f32_type, c.f.at(j).dimensions());
+  for (std::size_t j = 0; j < i_names.size(); ++j)
+    buffer(i_names[j], halformer::i32_type, c.i.at(j).dimensions());
+  for (const auto& s : scalars)
+    specs.push_back(halformer::scalar_arg(s.name, s.type));
+  call = halformer::kernel_call(k, specs);
+}
+
+int problem::operator()(call_set& c) {
+  std::array<void*, halformer::kernel_call::max_args> args;
+  std::size_t n = 0;
+  for (auto& b : c.f)
+    args[n++] = b.raw_buffer();
+  for (auto& b : c.i)
+    args[n++] = b.raw_buffer();
+  for (auto& s : scalars)
+    args[n++] = &s.value;
+  return call(args.data());
+}
+
+std::size_t bytes_of(const call_set& c) {
+  std::size_t n = 0;
+  for (const auto& b : c.f)
+    n += b.size_in_bytes();
+  for (const auto& b : c.i)
+    n += b.size_in_bytes();
+  return n;
+}
+
+std::size_t rotation_sets(std::size_t set_bytes) {
+  const std::size_t per_set = std::max<std::size_t>(set_bytes, 1);
+  return std::clamp<std::size_t>((64u << 20) / per_set + 1, 1,
+                                 std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / per_set)));
+}
+
+shape_args parse_shape(const std::string& text) {
+  shape_args shape;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string kv = text.substr(at, end - at);
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos)
+      throw std::runtime_error("shape item '" + kv + "' is not name=value");
+    shape.v[kv.substr(0, eq)] = std::stoi(kv.substr(eq + 1));
+    at = end + 1;
+  }
+  return shape;
+}
+
+} // namespace halformer::problems

@@ -1,0 +1,77 @@
+// Every kernel the library holds, found by its name: each has a problem
+// (halformer/problems.hpp: arguments by name, random inputs, the float64
+// reference) and test shapes in every shape bucket, and at each shape every output
+// row matches the reference. A kernel added to the DSL and the library without a
+// problem fails here, before any benchmark or tuner could measure it.
+#include "halformer/problems.hpp"
+#include "support.hpp"
+
+#include <set>
+
+namespace problems = halformer::problems;
+
+namespace {
+const halformer_kernel* library_kernels() {
+#ifdef HALFORMER_TEST_OPENCL
+  return halformer_kernels_opencl();
+#else
+  return halformer_kernels_cpu();
+#endif
+}
+
+// The host data is current: a GPU library copies it to the device on the call.
+void host_is_current(problems::call_set& c) {
+  for (auto& b : c.f)
+    b.set_host_dirty();
+  for (auto& b : c.i)
+    b.set_host_dirty();
+}
+
+// After a call on a GPU library, results are on the device: bring them back.
+void to_host(problems::call_set& c) {
+  auto back = [](auto& b) {
+    if (b.raw_buffer()->device) {
+      b.copy_to_host();
+      b.device_free();
+    }
+  };
+  for (auto& b : c.f)
+    back(b);
+  for (auto& b : c.i)
+    back(b);
+}
+
+std::string bucket_of(problems::shape_args s) {
+  const int t = s.v.at("t"), batch = s.v.at("batch");
+  return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode";
+}
+} // namespace
+
+TEST_CASE("every library kernel matches its reference at its test shapes, bound by name", "[registry]") {
+  problems::rng.seed(test::rng()()); // replayed by HALFORMER_TEST_SEED
+  problems::verify_every_row(true);
+  int kernels = 0;
+  for (const halformer_kernel* k = library_kernels(); k->name; ++k, ++kernels) {
+    const auto& shapes = problems::test_shapes(k->name);
+    INFO("kernel " << k->name);
+    REQUIRE(!shapes.empty()); // a kernel needs a problem with test shapes (common/src/kernel_problems.cpp)
+    std::set<std::string> buckets;
+    for (const auto& text : shapes) {
+      INFO("shape " << text);
+      auto shape = problems::parse_shape(text);
+      buckets.insert(bucket_of(shape));
+      auto p = problems::make_problem(k->name, shape);
+      p.bind(*k); // names, kinds, types and ranks against the compiled metadata
+      auto c = p.make();
+      host_is_current(c);
+      REQUIRE_OK(p(c));
+      to_host(c);
+      problems::error_meter m;
+      p.verify(c, m);
+      CHECK(m.result() <= p.tolerance);
+    }
+    CHECK(buckets == std::set<std::string>{"prefill", "decode", "decode1"});
+  }
+  CHECK(kernels == int(problems::problem_kernels().size()));
+  problems::verify_every_row(false);
+}
