@@ -2,8 +2,9 @@
 // values per ISA) or the GPU one (schedules/gpu, knob values per API: cuda,
 // opencl). Generators call these and never see which family they got.
 //
-// section(): the knobs a schedule declares and its revision, by knob-file section;
-// the tuner reads them (knob_spaces.json) and the build uses them to check values.
+// section(): the knobs a schedule declares and its revision (a hash of its source,
+// schedules/CMakeLists.txt), by knob-file section; the tuner reads them
+// (knob_spaces.json) and the build uses them to check values.
 #pragma once
 
 #include "halformer/schedules/cpu/attention.hpp"
@@ -14,6 +15,7 @@
 #include "halformer/schedules/gpu/attention.hpp"
 #include "halformer/schedules/gpu/projections.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
+#include "halformer/schedule_revisions.hpp"
 
 #include <type_traits>
 #include <utility>
@@ -78,25 +80,25 @@ void pick(const dsl::lowering& c, const std::vector<output>& o, const Halide::Ta
 inline const std::map<std::string, section_info>& sections(family f) {
   using namespace detail;
   static const std::map<std::string, section_info> cpu_sections{
-      {"embedding", {cpu::embedding_knobs(), cpu::embedding_revision, one<cpu::embedding>}},
-      {"head_projection", {cpu::gemm_knobs(), cpu::gemm_revision, projections<cpu::head_projection>}},
-      {"attention", {cpu::attention_knobs(), cpu::attention_revision, one<cpu::attention>}},
-      {"out_projection", {cpu::gemm_knobs(), cpu::out_projection_revision, one<cpu::out_projection>}},
-      {"ffn", {cpu::ffn_knobs(), cpu::gemm_revision, one<cpu::ffn>}},
-      {"layernorm", {cpu::row_knobs(), cpu::row_revision, one<cpu::layernorm>}},
-      {"softmax", {cpu::row_knobs(), cpu::row_revision, one<cpu::softmax>}},
-      {"logits", {cpu::gemm_knobs(), cpu::gemm_revision, one<cpu::logits>}},
-      {"greedy_pick", {cpu::pick_knobs(), cpu::row_revision, pick<cpu::greedy_pick>}}};
+      {"embedding", {cpu::embedding_knobs(), revisions::cpu_embedding, one<cpu::embedding>}},
+      {"head_projection", {cpu::gemm_knobs(), revisions::cpu_gemm, projections<cpu::head_projection>}},
+      {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
+      {"out_projection", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::out_projection>}},
+      {"ffn", {cpu::ffn_knobs(), revisions::cpu_ffn, one<cpu::ffn>}},
+      {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
+      {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
+      {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
+      {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}}};
   static const std::map<std::string, section_info> gpu_sections{
-      {"embedding", {gpu::embedding_knobs(), gpu::embedding_revision, one<gpu::embedding>}},
-      {"head_projection", {gpu::gemm_knobs(), gpu::gemm_revision, projections<gpu::head_projection>}},
-      {"attention", {gpu::attention_knobs(), gpu::attention_revision, one<gpu::attention>}},
-      {"out_projection", {gpu::gemm_knobs(), gpu::gemm_revision, one<gpu::out_projection>}},
-      {"ffn", {gpu::ffn_knobs(), gpu::gemm_revision, one<gpu::ffn>}},
-      {"layernorm", {gpu::row_knobs(), gpu::row_revision, one<gpu::layernorm>}},
-      {"softmax", {gpu::row_knobs(), gpu::row_revision, one<gpu::softmax>}},
-      {"logits", {gpu::gemm_knobs(), gpu::gemm_revision, one<gpu::logits>}},
-      {"greedy_pick", {gpu::pick_knobs(), gpu::row_revision, pick<gpu::greedy_pick>}}};
+      {"embedding", {gpu::embedding_knobs(), revisions::gpu_embedding, one<gpu::embedding>}},
+      {"head_projection", {gpu::gemm_knobs(), revisions::gpu_gemm, projections<gpu::head_projection>}},
+      {"attention", {gpu::attention_knobs(), revisions::gpu_attention, one<gpu::attention>}},
+      {"out_projection", {gpu::gemm_knobs(), revisions::gpu_gemm, one<gpu::out_projection>}},
+      {"ffn", {gpu::ffn_knobs(), revisions::gpu_gemm, one<gpu::ffn>}},
+      {"layernorm", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::layernorm>}},
+      {"softmax", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::softmax>}},
+      {"logits", {gpu::gemm_knobs(), revisions::gpu_gemm, one<gpu::logits>}},
+      {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {

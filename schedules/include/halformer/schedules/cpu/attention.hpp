@@ -15,8 +15,6 @@
 
 namespace halformer::schedules::cpu {
 
-inline constexpr int attention_revision = 2; // 2: the d_k == 64 branch
-
 inline std::vector<knob_decl> attention_knobs() {
   return {
       {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)", true},

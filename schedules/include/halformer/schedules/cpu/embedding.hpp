@@ -10,7 +10,6 @@
 
 namespace halformer::schedules::cpu {
 
-inline constexpr int embedding_revision = 2; // 2: positions computed once per call
 inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
 
 inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,

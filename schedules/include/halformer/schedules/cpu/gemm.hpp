@@ -18,21 +18,13 @@
 
 namespace halformer::schedules::cpu {
 
-// Bumped whenever the schedule changes, so that database records measured with
-// an older schedule are not reused (tuner/database.hpp).
-// 2: the matrix-vector branch for decode steps (wider blocks and shorter chunks
-// were added to its knobs' values later: the code at the old values is unchanged).
-inline constexpr int gemm_revision = 2;
-// out_projection's matrix-vector branch chunks d_k by gemv_k since revision 3.
-inline constexpr int out_projection_revision = 3;
-
 inline std::vector<knob_decl> gemm_knobs() {
   return {
       {"vectors", {1, 2, 3, 4}, "output-feature vectors per register tile"},
       {"rows", {1, 2, 3, 4, 6, 8}, "rows per register tile (unrolled)"},
       {"tiles_per_task", {1, 2, 4, 8, 16, 32}, "column tiles per parallel task"},
       {"row_tiles_per_task", {1, 2, 4, 8, 16, 32}, "row tiles per parallel task (weight panel reuse)"},
-      {"gemv_cols", {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, "decode GEMV: features per task (heads: / 64)"},
+      {"gemv_cols", {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, "decode GEMV: features per task (heads: gemv_cols / d_k heads)"},
       {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode GEMV: weight rows per register chunk"},
       {"gemv_vectors", {1, 2, 4, 8}, "decode GEMV: accumulator vectors per register tile"},
   };
@@ -130,7 +122,8 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   // Decode steps with fewer rows than a register tile (t == 1, batch < rows): a
   // matrix-vector product, bound by streaming the weights (schedule_gemv() above). The
   // output's tasks own `gemv_cols` output features each (head projections:
-  // gemv_cols / 64 heads, whose weights are contiguous).
+  // gemv_cols / d_k heads, whose weights are contiguous; d_k is the call's, so the
+  // task size in features holds for any head width).
   const int cols = k["gemv_cols"];
   const Expr by_gemv = g.t_extent == 1 && g.batch_extent < rows;
   Var hi("hi");
@@ -142,7 +135,7 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
           .vectorize(oi, vec)
           .parallel(oo);
     else // mid = {heads}: tasks over groups of heads ("oo", the accumulator's level)
-      s.split(g.mid[0], oo, hi, std::max(1, cols / 64), TailStrategy::GuardWithIf)
+      s.split(g.mid[0], oo, hi, Halide::max(1, cols / g.o_extent), TailStrategy::GuardWithIf)
           .reorder(g.o, g.t, hi, g.batch, oo)
           .vectorize(g.o, vec, TailStrategy::GuardWithIf)
           .parallel(oo);

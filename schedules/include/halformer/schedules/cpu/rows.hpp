@@ -12,8 +12,6 @@
 
 namespace halformer::schedules::cpu {
 
-inline constexpr int row_revision = 1;
-
 inline std::vector<knob_decl> row_knobs() {
   return {
       {"rows_per_task", {1, 2, 4, 8, 16, 32, 64}, "rows per parallel task"},

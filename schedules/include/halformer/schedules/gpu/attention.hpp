@@ -19,8 +19,6 @@
 
 namespace halformer::schedules::gpu {
 
-inline constexpr int attention_revision = 1;
-
 inline std::vector<knob_decl> attention_knobs() {
   return {
       {"kv_chunk", {16, 32, 64, 128}, "keys per chunk (algorithm parameter; threads per query for scores)", true},

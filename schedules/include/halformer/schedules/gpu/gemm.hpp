@@ -19,8 +19,6 @@
 
 namespace halformer::schedules::gpu {
 
-inline constexpr int gemm_revision = 1;
-
 inline std::vector<knob_decl> gemm_knobs() {
   return {
       {"threads_o", {8, 16, 32, 64}, "threads per block along the output feature"},

@@ -14,8 +14,6 @@
 
 namespace halformer::schedules::gpu {
 
-inline constexpr int row_revision = 1;
-
 inline std::vector<knob_decl> row_knobs() {
   return {
       {"threads", {32, 64, 128, 256, 512}, "threads per block (one block per row)"},
@@ -71,10 +69,6 @@ inline void softmax(const dsl::lowering& ctx, Halide::Func out, const knob_value
   detail::block_reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), out, row, k);
 }
 
-// The embedding is a gather: one block per token row. Ids are checked on the host
-// (a require() cannot fail a GPU kernel with a message) before any row is read;
-// the positions (d_model x t) are computed once per call by their own kernel.
-inline constexpr int embedding_revision = 1;
 inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
 
 inline void embedding(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
