@@ -6,6 +6,11 @@
 #   from the GPU schedules, merged into lib/libhalformer_kernels_{opencl,cuda}.a.
 # One Halide runtime (x86 host code plus the CUDA and OpenCL modules, which load
 # their drivers on first use) serves all of them.
+#
+# The same rules build `halformer build-lib`'s libraries (cmake/kernel_library/):
+# HALFORMER_CPU and HALFORMER_GPU_APIS choose the libraries, the *_TARGETS their
+# Halide targets, HALFORMER_KERNEL_FILTER the kernels (empty: all) and
+# HALFORMER_EMIT extra generator outputs (stmt, assembly, ...).
 
 set(HALFORMER_X86_TARGETS
     x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
@@ -19,9 +24,18 @@ set(HALFORMER_CUDA_TARGETS
     x86-64-linux-sse41-cuda-cuda_capability_80
     x86-64-linux-sse41-cuda-cuda_capability_70
     CACHE STRING "Halide targets of the CUDA kernel library, newest capability first")
-set(HALFORMER_GPU_KNOB_FILE ${CMAKE_SOURCE_DIR}/schedules/knobs/gpu.json
+set(HALFORMER_GPU_KNOB_FILE ${HALFORMER_SOURCE_DIR}/schedules/knobs/gpu.json
     CACHE FILEPATH "Knob values of the GPU schedules")
 option(HALFORMER_GPU "Build the CUDA and OpenCL kernel libraries" ON)
+if (NOT DEFINED HALFORMER_CPU)
+  set(HALFORMER_CPU ON)
+endif ()
+if (NOT DEFINED HALFORMER_GPU_APIS)
+  set(HALFORMER_GPU_APIS "")
+  if (HALFORMER_GPU)
+    set(HALFORMER_GPU_APIS opencl cuda)
+  endif ()
+endif ()
 
 add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
 
@@ -34,25 +48,39 @@ set(HALFORMER_KERNELS "")
 # one pipeline (schedules/buckets.hpp).
 function(halformer_kernel name)
   cmake_parse_arguments(ARG "" "" "BUCKETS" ${ARGN})
-  add_halide_library(hf_${name} FROM halformer.generators
-    GENERATOR kernel
-    FUNCTION_NAME hf_${name}
-    TARGETS ${HALFORMER_X86_TARGETS}
-    USE_RUNTIME halformer_runtime
-    PARAMS kernel=${name} knob_file=${HALFORMER_BUILD_KNOB_FILE}
-    DEPENDS ${HALFORMER_BUILD_KNOB_FILE})
-  if (HALFORMER_GPU)
-    foreach (api IN ITEMS opencl cuda)
-      string(TOUPPER ${api} API)
-      add_halide_library(hf_${api}_${name} FROM halformer.generators
-        GENERATOR kernel
-        FUNCTION_NAME hf_${api}_${name}
-        TARGETS ${HALFORMER_${API}_TARGETS}
-        USE_RUNTIME halformer_runtime
-        PARAMS kernel=${name} knob_file=${HALFORMER_GPU_KNOB_FILE}
-        DEPENDS ${HALFORMER_GPU_KNOB_FILE})
-    endforeach ()
+  if (HALFORMER_KERNEL_FILTER AND NOT name IN_LIST HALFORMER_KERNEL_FILTER)
+    return()
   endif ()
+  set(extra "")
+  foreach (e IN LISTS HALFORMER_EMIT)
+    string(TOUPPER ${e} E)
+    list(APPEND extra ${E} ${name}_${e})
+  endforeach ()
+  # "" is the CPU library; each GPU API has its own.
+  foreach (api IN ITEMS "" ${HALFORMER_GPU_APIS})
+    if (api STREQUAL "")
+      if (NOT HALFORMER_CPU)
+        continue()
+      endif ()
+      set(fn hf_${name})
+      set(targets ${HALFORMER_X86_TARGETS})
+      set(knobs ${HALFORMER_BUILD_KNOB_FILE})
+    else ()
+      string(TOUPPER ${api} API)
+      set(fn hf_${api}_${name})
+      set(targets ${HALFORMER_${API}_TARGETS})
+      set(knobs ${HALFORMER_GPU_KNOB_FILE})
+    endif ()
+    add_halide_library(${fn} FROM halformer.generators
+      GENERATOR kernel
+      FUNCTION_NAME ${fn}
+      TARGETS ${targets}
+      USE_RUNTIME halformer_runtime
+      PARAMS kernel=${name} knob_file=${knobs}
+      DEPENDS ${knobs}
+      ${extra})
+  endforeach ()
+  set_property(GLOBAL PROPERTY HALFORMER_KERNEL_HEADER_DIR ${CMAKE_CURRENT_BINARY_DIR})
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
   # The tuner's catalog: the kernel's shape buckets (the rest comes from the DSL).
   set(buckets "")

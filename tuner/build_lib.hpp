@@ -1,6 +1,7 @@
 // `halformer build-lib`: a static kernel library (.a + C headers, usable from C
-// with no Halide installed) for chosen Halide targets, with the schedules the
-// database holds for this machine (else the hand defaults).
+// with no Halide installed) for chosen Halide targets and kernels, built by the
+// main build's CMake rules (cmake/kernel_library) with the knob file the build
+// chose (or another).
 #pragma once
 
 #include "tuner.hpp"
@@ -12,7 +13,8 @@ namespace halformer::tuner {
 
 struct build_lib_options {
   std::vector<std::string> targets; // Halide target strings, most specialised first; "x86" = the three ISAs
-  std::string out_dir, db_dir;
+  std::string out_dir;
+  std::string knob_file;            // the CPU kernels' knob file (empty: the one the build chose)
   std::vector<std::string> kernels; // empty: all
   std::vector<std::string> emit;    // extra outputs: stmt, assembly, ...
 };

@@ -23,7 +23,6 @@ target_link_libraries(blas_harness PRIVATE BLAS::BLAS)
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"generator\": \"$<TARGET_FILE:halformer.generators>\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
-  \"cc\": \"${CMAKE_C_COMPILER}\",
   \"harness_dir\": \"${CMAKE_BINARY_DIR}/lib\",
   \"runtime_lib\": \"$<TARGET_FILE:halformer_runtime>\",
   \"knob_file\": \"${HALFORMER_DEFAULT_KNOB_FILE}\",
@@ -33,6 +32,11 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"runtime_header\": \"${halide_include}/HalideRuntime.h\",
   \"autoscheduler_dir\": \"$<TARGET_FILE_DIR:Halide::Adams2019>\",
   \"blas_harness\": \"$<TARGET_FILE:blas_harness>\",
-  \"gpu_knob_file\": \"${HALFORMER_GPU_KNOB_FILE}\"
+  \"gpu_knob_file\": \"${HALFORMER_GPU_KNOB_FILE}\",
+  \"build_knob_file\": \"${HALFORMER_BUILD_KNOB_FILE}\",
+  \"source_dir\": \"${CMAKE_SOURCE_DIR}\",
+  \"cmake\": \"${CMAKE_COMMAND}\",
+  \"make_program\": \"${CMAKE_MAKE_PROGRAM}\",
+  \"halide_dir\": \"$<TARGET_FILE_DIR:Halide::Halide>/cmake/Halide\"
 }
 ")

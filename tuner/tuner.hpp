@@ -20,7 +20,6 @@ namespace halformer::tuner {
 struct toolchain {
   std::string generator;                     // halformer.generators
   std::string cxx;                           // the C++ compiler (links candidates)
-  std::string cc;                            // the C compiler (build-lib's kernel list)
   std::string harness_dir;                   // libtuner_harness_<kernel>.a
   std::string runtime_lib;                   // the Halide runtime candidates link against
   std::string knob_file;                     // default knob values
@@ -30,6 +29,9 @@ struct toolchain {
   std::string autoscheduler_dir;             // libautoschedule_*.so
   std::string blas_harness;                  // the BLAS baseline's measuring program
   std::string gpu_knob_file;                 // default knob values of the GPU schedules
+  std::string build_knob_file;               // the knob file the build chose for the CPU kernels
+  std::string source_dir, cmake, make_program, halide_root,
+      halide_dir; // build-lib's CMake build (cmake/kernel_library)
   static toolchain from_json_file(const std::string& path);
 };
 

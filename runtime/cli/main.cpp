@@ -221,14 +221,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100));
 
   tuner::build_lib_options bo;
-  bo.db_dir = build_info::default_db;
   std::string lib_targets = "x86", lib_kernels, lib_emit;
   auto* lib_cmd = app.add_subcommand("build-lib", "write a static kernel library (.a + C headers) for Halide targets");
   lib_cmd->add_option("--target", lib_targets,
                       "x86 (AVX-512, AVX2, SSE4.1 with dispatch), cuda (PTX for sm_86, sm_80, sm_70 with "
                       "dispatch), opencl, or Halide target strings, comma-separated, most specialised first");
   lib_cmd->add_option("--out", bo.out_dir, "output directory")->required();
-  lib_cmd->add_option("--db", bo.db_dir, "schedule database (this machine's tuned records are used)");
+  lib_cmd->add_option("--knob-file", bo.knob_file,
+                      "knob file of the CPU kernels (default: the one this build chose; its line in the build log "
+                      "says which)");
   lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");
   lib_cmd->add_option("--emit", lib_emit, "extra outputs per kernel: stmt, assembly, ...");
 
