@@ -96,6 +96,8 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
       return tgt_cap_;
     if (d == "batch")
       return rows_cap_;
+    if (d == "vocab")
+      return config_.tgt_vocab;
     throw error("no extent for dimension " + d);
   };
   for (auto& [key, buf] : acts_) {
@@ -109,18 +111,13 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
     buf.fill(0.0f);
     upload(buf);
   }
-  const int d = config_.d_model, v = config_.tgt_vocab;
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
-  vocab_lengths_.fill(v);
-  normed_ = fbuffer(d, tgt_cap_, rows_cap_);
-  logits_ = fbuffer(v, tgt_cap_, rows_cap_);
-  log_probs_ = fbuffer(v, tgt_cap_, rows_cap_);
+  vocab_lengths_.fill(config_.tgt_vocab);
   scratch_ = fbuffer(config_.d_k(), config_.nhead, tgt_cap_, rows_cap_);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
   for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_})
     upload(*b);
-  upload(pick_lp_);
-  for (fbuffer* b : {&normed_, &logits_, &log_probs_, &scratch_})
+  for (fbuffer* b : {&pick_lp_, &scratch_})
     upload(*b);
 }
 
@@ -145,7 +142,11 @@ fbuffer executor::view(const operand& o) const {
 }
 
 executor::scalar_value executor::scalar(const operand& o) const {
-  const double v = o.kind == role::position ? pos_ : o.kind == role::layer_norm_eps ? config_.layer_norm_eps : o.value;
+  const double v = o.kind == role::position         ? pos_
+                   : o.kind == role::layer_norm_eps ? config_.layer_norm_eps
+                   : o.kind == role::embedding_scale
+                       ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)
+                       : o.value;
   scalar_value s{};
   if (o.type.code == halide_type_float)
     s.f32 = float(v);
@@ -183,12 +184,14 @@ void executor::run(const plan& p) {
     std::array<fbuffer, max_step_args> bufs;
     std::array<scalar_value, max_step_args> scalars;
     std::array<void*, max_step_args> args;
-    ibuffer lengths;
+    std::array<ibuffer, max_step_args> ints;
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const operand& o = s.args[i];
-      if (o.kind == role::lengths) {
-        lengths = o.lengths->cropped(0, 0, rows_);
-        args[i] = lengths.raw_buffer();
+      if (o.integers) { // lengths (rows), the call's tokens (as given), picked ids (1, rows)
+        ints[i] = o.kind == role::tokens    ? *o.integers
+                  : o.kind == role::lengths ? o.integers->cropped(0, 0, rows_)
+                                            : o.integers->cropped(1, 0, rows_);
+        args[i] = ints[i].raw_buffer();
       } else if (dsl::layers::is_scalar(o.kind)) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
@@ -200,7 +203,9 @@ void executor::run(const plan& p) {
     const int rc = s.call(args.data());
     if (iface_)
       for (std::size_t i = 0; i < s.args.size(); ++i)
-        if (s.args[i].kind != role::lengths && !dsl::layers::is_scalar(s.args[i].kind))
+        if (s.args[i].kind == role::picked)
+          ints[i].set_device_dirty(false); // the executor knows it is on the device
+        else if (!s.args[i].integers && !dsl::layers::is_scalar(s.args[i].kind))
           written(bufs[i]);
     check(rc, s.call.name().c_str());
     for (std::size_t i = 0; i < s.args.size(); ++i)
@@ -215,29 +220,16 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
   upload(src_lengths_);
-  fbuffer& x = acts_.at("encoder.x");
-  fbuffer xv = x.cropped(1, 0, src_).cropped(2, 0, rows_);
-  float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
+  tokens_ = ids;
   if (iface_)
-    const_cast<ibuffer&>(ids).set_host_dirty(); // a host buffer: its contents go up
-  int32_t offset = 0;
-  void* embed_args[] = {in(weights_.src_embed), in(ids), &scale, &offset, xv.raw_buffer()};
-  const int rc = embedding_call_(embed_args);
-  written(xv);
-  check(rc, "embedding (source)");
+    tokens_.set_host_dirty(); // a host buffer: its contents go up
+  run(encoder_input_);
   for (const plan& p : encoder_)
     run(p);
-  fbuffer mv = memory();
-  if (config_.final_norm) {
-    float eps = config_.layer_norm_eps;
-    void* norm_args[] = {xv.raw_buffer(), in(weights_.encoder_norm_w), in(weights_.encoder_norm_b), &eps,
-                         mv.raw_buffer()};
-    const int rc2 = final_norm_call_(norm_args);
-    written(mv);
-    check(rc2, "layernorm (encoder final)");
-  } else {
-    copy(xv, mv);
-  }
+  if (encoder_output_.empty()) // no final norm: the memory is the last layer's output
+    copy(acts_.at("encoder.x").cropped(1, 0, src_).cropped(2, 0, rows_), memory());
+  else
+    run(encoder_output_);
 }
 
 void executor::expand(int k) {
@@ -270,49 +262,22 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   for (int r = 0; r < rows_; ++r)
     tgt_lengths_(r) = pos + t_;
   upload(tgt_lengths_);
-  fbuffer& y = acts_.at("decoder.y");
-  fbuffer yv = y.cropped(1, 0, t_).cropped(2, 0, rows_);
-  float scale = config_.scale_embedding ? std::sqrt(float(config_.d_model)) : 1.0f;
+  tokens_ = ids;
   if (iface_)
-    const_cast<ibuffer&>(ids).set_host_dirty();
-  int32_t offset = pos;
-  void* embed_args[] = {in(weights_.tgt_embed), in(ids), &scale, &offset, yv.raw_buffer()};
-  int rc = embedding_call_(embed_args);
-  written(yv);
-  check(rc, "embedding (target)");
+    tokens_.set_host_dirty();
+  run(decoder_input_);
   for (const plan& p : decoder_)
     run(p);
-  fbuffer nv = normed_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  if (config_.final_norm) {
-    float eps = config_.layer_norm_eps;
-    void* norm_args[] = {yv.raw_buffer(), in(weights_.decoder_norm_w), in(weights_.decoder_norm_b), &eps,
-                         nv.raw_buffer()};
-    rc = final_norm_call_(norm_args);
-    written(nv);
-    check(rc, "layernorm (decoder final)");
-  } else {
-    copy(yv, nv);
-  }
-  fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  void* logits_args[] = {nv.raw_buffer(), in(weights_.generator_w), in(weights_.generator_b), lv.raw_buffer()};
-  rc = logits_call_(logits_args);
-  written(lv);
-  check(rc, "logits");
+  run(decoder_output_);
+  fbuffer lv = acts_.at("decoder.logits").cropped(1, 0, t_).cropped(2, 0, rows_);
   if (logits_to_host)
     download(lv);
   return lv;
 }
 
 fbuffer executor::log_probs() {
-  fbuffer lv = logits_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  fbuffer pv = log_probs_.cropped(1, 0, t_).cropped(2, 0, rows_);
-  ibuffer len = vocab_lengths_.cropped(0, 0, rows_);
-  bool causal = false;
-  int32_t offset = 0;
-  void* args[] = {lv.raw_buffer(), len.raw_buffer(), &causal, &offset, pv.raw_buffer()};
-  const int rc = log_softmax_call_(args);
-  written(pv);
-  check(rc, "log_softmax");
+  run(log_probs_);
+  fbuffer pv = acts_.at("decoder.log_probs").cropped(1, 0, t_).cropped(2, 0, rows_);
   download(pv);
   return pv;
 }
@@ -320,15 +285,9 @@ fbuffer executor::log_probs() {
 void executor::pick(const int*& ids, const float*& log_probs) {
   if (t_ != 1)
     throw error("pick: the last decode() ran " + std::to_string(t_) + " positions; greedy steps run one");
-  fbuffer lv = logits_.cropped(1, 0, 1).cropped(2, 0, rows_); // (vocab, 1, rows)
+  run(pick_);
   ibuffer iv = pick_ids_.cropped(1, 0, rows_);
   fbuffer pv = pick_lp_.cropped(1, 0, rows_);
-  void* args[] = {lv.raw_buffer(), iv.raw_buffer(), pv.raw_buffer()};
-  const int rc = greedy_pick_call_(args);
-  written(pv);
-  if (iface_)
-    iv.set_device_dirty(false);
-  check(rc, "greedy_pick");
   download(iv);
   download(pv);
   ids = &iv(0, 0), log_probs = &pv(0, 0);

@@ -28,9 +28,12 @@ inline halide_type_t argument_type(dsl::dtype t) {
   return t == dsl::dtype::i32 ? i32_type : t == dsl::dtype::boolean ? bool_type : f32_type;
 }
 
-// The layers a model runs, as the DSL describes them (dsl/layers.hpp).
+// The model as the DSL describes it (dsl/layers.hpp): each phase's input, layers
+// and output, and what decoding reads of the logits.
 struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;
+  std::vector<dsl::layers::flat_step> encoder_input, encoder_output, decoder_input, decoder_output;
+  std::vector<dsl::layers::flat_step> log_probs, pick;
   static layer_descriptions of(const model_config& config);
 };
 
@@ -84,10 +87,10 @@ private:
     bool is_output = false;
     halide_type_t type; // element type (scalars: the value's type)
     const fbuffer* weight = nullptr;
-    fbuffer* act = nullptr; // activation, cache or per-source tensor
-    ibuffer* lengths = nullptr;
-    double value = 0; // role::constant
-    int seq_dim = -1; // index of the src/tgt dimension, -1 if none
+    fbuffer* act = nullptr;      // activation, cache or per-source tensor
+    ibuffer* integers = nullptr; // lengths, the call's tokens or the picked ids
+    double value = 0;            // role::constant
+    int seq_dim = -1;            // index of the src/tgt dimension, -1 if none
     bool seq_is_tgt = false;
     int batch_dim = -1;
   };
@@ -100,6 +103,7 @@ private:
 
   plan bind(const std::vector<dsl::layers::flat_step>& steps, const layer_tensors& weights, const std::string& scope,
             bool decoder);
+  void bind_top(const layer_descriptions& layers);
   operand bind_operand(const dsl::layers::flat_operand& o, const layer_tensors& weights, const std::string& scope,
                        bool decoder);
   void run(const plan& p);
@@ -118,18 +122,18 @@ private:
   const model_config& config_;
   const model_weights& weights_;
   const device device_;
-  // The model's top, bound by name (the layers are bound in their plans).
-  kernel_call embedding_call_, final_norm_call_, logits_call_, log_softmax_call_, greedy_pick_call_;
+  layer_tensors top_weights_;              // embeddings, final norms, generator: shared with weights_
   const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
+  plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, log_probs_, pick_;
   std::map<std::string, fbuffer> acts_;
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::vector<std::string> caches_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   ibuffer pick_ids_; // (1, rows)
   fbuffer pick_lp_;  // (1, rows)
-  fbuffer logits_, log_probs_, normed_;
+  ibuffer tokens_;   // the current call's token ids (a view of the caller's)
   fbuffer scratch_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;

@@ -11,10 +11,23 @@ namespace layers = dsl::layers;
 
 layer_descriptions layer_descriptions::of(const model_config& c) {
   using dsl::hana::false_c, dsl::hana::true_c;
-  return c.norm_first ? layer_descriptions{layers::flatten(layers::encoder_layer(true_c, c.activation)),
-                                           layers::flatten(layers::decoder_layer(true_c, c.activation))}
-                      : layer_descriptions{layers::flatten(layers::encoder_layer(false_c, c.activation)),
-                                           layers::flatten(layers::decoder_layer(false_c, c.activation))};
+  layer_descriptions d;
+  if (c.norm_first) {
+    d.encoder = layers::flatten(layers::encoder_layer(true_c, c.activation));
+    d.decoder = layers::flatten(layers::decoder_layer(true_c, c.activation));
+  } else {
+    d.encoder = layers::flatten(layers::encoder_layer(false_c, c.activation));
+    d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation));
+  }
+  d.encoder_input = layers::flatten(layers::encoder_input());
+  if (c.final_norm) // without one the executor copies the last layer's "x" to the memory
+    d.encoder_output = layers::flatten(layers::encoder_output());
+  d.decoder_input = layers::flatten(layers::decoder_input());
+  d.decoder_output =
+      c.final_norm ? layers::flatten(layers::decoder_output(true_c)) : layers::flatten(layers::decoder_output(false_c));
+  d.log_probs = layers::flatten(layers::log_probabilities());
+  d.pick = layers::flatten(layers::greedy_choice());
+  return d;
 }
 
 executor::executor(const model_config& c, const model_weights& w, device d)
@@ -35,22 +48,27 @@ executor::executor(const model_config& c, const model_weights& w, device d, cons
     p.erase(std::remove_if(p.begin(), p.end(), per_source), p.end());
     decoder_.push_back(std::move(p));
   }
-  // The model's top: embeddings, final norm, logits and what decoding reads of them.
-  const halide_type_t f32 = f32_type, i32 = i32_type;
-  embedding_call_ = bind_kernel(d, "embedding",
-                                {input_arg("table", f32, 2), input_arg("ids", i32, 2), scalar_arg("scale", f32),
-                                 scalar_arg("offset", i32), output_arg("out", f32, 3)});
-  final_norm_call_ = bind_kernel(d, "layernorm",
-                                 {input_arg("x", f32, 3), input_arg("gamma", f32, 1), input_arg("beta", f32, 1),
-                                  scalar_arg("eps", f32), output_arg("out", f32, 3)});
-  logits_call_ = bind_kernel(
-      d, "logits", {input_arg("x", f32, 3), input_arg("w", f32, 2), input_arg("b", f32, 1), output_arg("out", f32, 3)});
-  log_softmax_call_ =
-      bind_kernel(d, "log_softmax",
-                  {input_arg("x", f32, 3), input_arg("lengths", i32, 1), scalar_arg("causal", bool_type),
-                   scalar_arg("offset", i32), output_arg("out", f32, 3)});
-  greedy_pick_call_ = bind_kernel(d, "greedy_pick",
-                                  {input_arg("x", f32, 3), output_arg("ids", i32, 2), output_arg("log_probs", f32, 2)});
+  bind_top(layers);
+}
+
+// The model's top binds like a layer, its weights named as model_weights holds them.
+void executor::bind_top(const layer_descriptions& layers) {
+  const model_weights& w = weights_;
+  top_weights_ = {{"src_embed", w.src_embed},
+                  {"tgt_embed", w.tgt_embed},
+                  {"generator.weight", w.generator_w},
+                  {"generator.bias", w.generator_b}};
+  if (config_.final_norm)
+    top_weights_.insert({{"encoder_norm.weight", w.encoder_norm_w},
+                         {"encoder_norm.bias", w.encoder_norm_b},
+                         {"decoder_norm.weight", w.decoder_norm_w},
+                         {"decoder_norm.bias", w.decoder_norm_b}});
+  encoder_input_ = bind(layers.encoder_input, top_weights_, "encoder input", false);
+  encoder_output_ = bind(layers.encoder_output, top_weights_, "encoder output", false);
+  decoder_input_ = bind(layers.decoder_input, top_weights_, "decoder input", true);
+  decoder_output_ = bind(layers.decoder_output, top_weights_, "decoder output", true);
+  log_probs_ = bind(layers.log_probs, top_weights_, "log-probabilities", true);
+  pick_ = bind(layers.pick, top_weights_, "greedy pick", true);
 }
 
 fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, bool cache) {
@@ -105,15 +123,27 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     return op;
   }
   case role::lengths:
-    if (o.actual != "src_lengths" && o.actual != "tgt_lengths")
-      throw error("unknown lengths '" + o.actual + "' (src_lengths or tgt_lengths)");
-    op.lengths = o.actual == "src_lengths" ? &src_lengths_ : &tgt_lengths_;
+    if (o.actual != "src_lengths" && o.actual != "tgt_lengths" && o.actual != "vocab_lengths")
+      throw error("unknown lengths '" + o.actual + "' (src_lengths, tgt_lengths or vocab_lengths)");
+    op.integers = o.actual == "src_lengths"   ? &src_lengths_
+                  : o.actual == "tgt_lengths" ? &tgt_lengths_
+                                              : &vocab_lengths_;
+    return op;
+  case role::tokens:
+    op.integers = &tokens_;
+    return op;
+  case role::picked: // one position per row, rows contiguous: what pick() hands out
+    if (o.type == dsl::dtype::i32)
+      op.integers = &pick_ids_;
+    else
+      op.act = &pick_lp_, op.seq_dim = 0, op.seq_is_tgt = true, op.batch_dim = 1;
     return op;
   case role::constant:
     op.value = o.value;
     return op;
   case role::position:
   case role::layer_norm_eps:
+  case role::embedding_scale:
     return op;
   case role::cache:
   case role::per_source:
@@ -123,11 +153,13 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   case role::activation:
     break;
   }
-  // Keys: per phase ("encoder.", "decoder."), and per decoder layer for what
-  // persists across steps (caches, cross-attention keys and values).
+  // Keys: per phase ("encoder.", "decoder."; a name with a phase is kept as it
+  // is), and per decoder layer for what persists across steps (caches,
+  // cross-attention keys and values).
   const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
-  op.act = &activation((per_layer ? scope + "." : std::string(decoder ? "decoder." : "encoder.")) + o.actual, o.dims,
-                       o.kind == role::cache);
+  const bool qualified = o.actual.find('.') != std::string::npos;
+  const std::string prefix = per_layer ? scope + "." : qualified ? "" : decoder ? "decoder." : "encoder.";
+  op.act = &activation(prefix + o.actual, o.dims, o.kind == role::cache);
   for (std::size_t d = 0; d < o.dims.size(); ++d) {
     if (o.dims[d] == "src" || o.dims[d] == "tgt")
       op.seq_dim = int(d), op.seq_is_tgt = o.dims[d] == "tgt";

@@ -1,9 +1,9 @@
 #include "halformer/model.hpp"
 
 #include "beam_search.hpp"
+#include "devices.hpp"
 #include "executor.hpp"
 #include "kernel_memory.hpp"
-#include "devices.hpp"
 
 #include <HalideRuntimeOpenCL.h>
 

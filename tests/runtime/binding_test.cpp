@@ -76,6 +76,32 @@ TEST_CASE("a misspelled weight name is a load error naming it", "[binding]") {
   operand_of(step_of(dec.decoder, "ffn_relu"), "b2").actual = "linear2.bais";
   CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, dec),
                     Contains("decoder layer 0, ffn_relu, argument 'b2': the model has no weight 'linear2.bais'"));
+  // The model's top binds the same way: embeddings, final norms, logits.
+  auto top = layer_descriptions::of(m.config);
+  operand_of(step_of(top.decoder_output, "logits"), "w").actual = "generator.weigth";
+  CHECK_THROWS_WITH(executor(m.config, m.weights, device::cpu, top),
+                    Contains("decoder output, logits, argument 'w': the model has no weight 'generator.weigth'"));
+}
+
+TEST_CASE("the whole model is described: embeddings, final norms, logits, log-softmax, pick", "[binding]") {
+  const loaded_model m("post_ln_relu");
+  auto d = layer_descriptions::of(m.config);
+  CHECK(step_of(d.encoder_input, "embedding").operands.size() == 5);
+  CHECK(step_of(d.decoder_input, "embedding").operands.size() == 5);
+  CHECK(operand_of(step_of(d.decoder_input, "embedding"), "offset").kind == layers::role::position);
+  CHECK(operand_of(step_of(d.encoder_input, "embedding"), "ids").kind == layers::role::tokens);
+  CHECK(step_of(d.decoder_output, "logits").function == "logits");
+  CHECK(step_of(d.log_probs, "log_softmax").function == "log_softmax");
+  CHECK(operand_of(step_of(d.pick, "greedy_pick"), "ids").kind == layers::role::picked);
+  // A model without final norms has none in its description.
+  CHECK(d.encoder_output.size() == (m.config.final_norm ? 1u : 0u));
+  CHECK(d.decoder_output.size() == (m.config.final_norm ? 2u : 1u));
+  // Changing the description changes what runs: the encoder output without its final norm differs.
+  if (m.config.final_norm) {
+    auto no_norm = d;
+    no_norm.encoder_output.clear();
+    CHECK(encode(m, d) != encode(m, no_norm));
+  }
 }
 
 TEST_CASE("a kernel argument the description leaves out or misnames is a load error", "[binding]") {

@@ -20,18 +20,23 @@ using namespace dims;
 
 // What a step's operand is, so the runtime never guesses from a name:
 enum class role {
-  activation,     // a tensor of the current phase (encoder or decoder), sized per call
-  weight,         // a model weight, by its name relative to the layer; missing is a load error
-  cache,          // a self-attention K/V cache: grows by t positions per decode step
-  per_source,     // computed once per source and kept per layer (cross-attention K/V)
-  lengths,        // per batch row: source or target lengths (int32)
-  constant,       // a scalar fixed by the description (causal, offset 0)
-  position,       // a scalar: the first position of this decode call
-  layer_norm_eps, // a scalar: the model configuration's LayerNorm epsilon
+  activation,      // a tensor of the current phase (encoder or decoder), sized per call
+  weight,          // a model weight, by its name relative to the layer; missing is a load error
+  cache,           // a self-attention K/V cache: grows by t positions per decode step
+  per_source,      // computed once per source and kept per layer (cross-attention K/V)
+  lengths,         // per batch row: source or target lengths (int32)
+  constant,        // a scalar fixed by the description (causal, offset 0)
+  position,        // a scalar: the first position of this decode call
+  layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
+  embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
+  tokens,          // the call's token ids (t, batch), int32
+  picked,          // greedy decoding's chosen ids (t, batch), int32, written by the step
 };
 
 // Whether an operand of this role is a scalar argument (not a buffer).
-constexpr bool is_scalar(role r) { return r == role::constant || r == role::position || r == role::layer_norm_eps; }
+constexpr bool is_scalar(role r) {
+  return r == role::constant || r == role::position || r == role::layer_norm_eps || r == role::embedding_scale;
+}
 
 // A tensor (or scalar) of the model, with its role.
 template <class S> struct tensor_ref {
@@ -49,6 +54,9 @@ using scalar_ref = tensor_ref<hana::tuple<>>;
 inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
 inline scalar_ref position() { return {"position", role::position}; }
 inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
+inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding_scale}; }
+template <class S> tensor_ref<S> tokens(S) { return {"tokens", role::tokens}; }
+template <class S> tensor_ref<S> picked(S) { return {"picked", role::picked}; }
 
 // One operand: the kernel's formal leaf (its argument name and element type) and
 // the actual tensor.
@@ -99,6 +107,8 @@ template <class Kernel, class... Ops> auto run_variant(const Kernel&, std::strin
 namespace out {
 inline auto head_layout(const std::string& n) { return make(op::output{n}, shape(d_k, t, heads, batch)); }
 inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
+inline auto vocab_layout(const std::string& n) { return make(op::output{n}, shape(vocab, t, batch)); }
+inline auto rows(const std::string& n, dtype type) { return make(op::output{n, type}, shape(t, batch)); }
 } // namespace out
 
 // LayerNorm of x (d_model, T, batch) into y with the weights <norm>.weight / .bias.
@@ -214,6 +224,54 @@ template <class NormFirst> auto decoder_layer(NormFirst norm_first, const std::s
   return hana::concat(hana::concat(self_attention(tgt, norm_first, "self_attn.", "norm1", "y", "h1", true),
                                    cross_attention(norm_first, "multihead_attn.", "norm2", "h1", "h2")),
                       feed_forward(tgt, norm_first, "ffn.", "norm3", "h2", "y", activation));
+}
+
+// The model around its layers. Activation names with a phase ("decoder.memory")
+// are shared between the phases; the others belong to the step's phase.
+// Encoder input: source tokens -> scaled embeddings + positions from 0, as "x".
+inline auto encoder_input() {
+  kernels::embedding e;
+  return hana::make_tuple(run(e, e.table >> weight("src_embed", shape(d_model, vocab)),
+                              e.ids >> tokens(shape(src, batch)), e.scale >> embedding_scale(), e.offset >> constant(0),
+                              out::model_layout("out") >> ref("x", shape(d_model, src, batch))));
+}
+// Encoder output: the final norm of "x" into the memory the decoder reads (a
+// model without final norms copies "x": no kernel).
+inline auto encoder_output() { return hana::make_tuple(norm_step(src, "encoder_norm", "x", "decoder.memory")); }
+// Decoder input: target tokens -> embeddings at this call's positions, as "y".
+inline auto decoder_input() {
+  kernels::embedding e;
+  return hana::make_tuple(run(e, e.table >> weight("tgt_embed", shape(d_model, vocab)),
+                              e.ids >> tokens(shape(tgt, batch)), e.scale >> embedding_scale(), e.offset >> position(),
+                              out::model_layout("out") >> ref("y", shape(d_model, tgt, batch))));
+}
+// Decoder output: (final norm of "y", then) the logits over the target vocabulary.
+template <class FinalNorm> auto decoder_output(FinalNorm final_norm) {
+  kernels::logits lg;
+  const std::string x = decltype(final_norm)::value ? "normed" : "y";
+  auto logits =
+      run(lg, lg.x >> ref(x, shape(d_model, tgt, batch)), lg.w >> weight("generator.weight", shape(vocab, d_model)),
+          lg.b >> weight("generator.bias", shape(vocab)),
+          out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch)));
+  if constexpr (decltype(final_norm)::value)
+    return hana::make_tuple(norm_step(tgt, "decoder_norm", "y", "normed"), logits);
+  else
+    return hana::make_tuple(logits);
+}
+// Beam search's log-probabilities of the logits.
+inline auto log_probabilities() {
+  kernels::log_softmax ls;
+  return hana::make_tuple(run(ls, ls.x >> ref("logits", shape(vocab, tgt, batch)),
+                              ls.lengths >> lengths("vocab_lengths"), ls.causal >> constant(false),
+                              ls.offset >> constant(0),
+                              out::vocab_layout("out") >> ref("log_probs", shape(vocab, tgt, batch))));
+}
+// Greedy decoding's choice per row of the logits: the id and its log-probability.
+inline auto greedy_choice() {
+  kernels::greedy_pick gp;
+  return hana::make_tuple(run(gp, gp.x >> ref("logits", shape(vocab, tgt, batch)),
+                              out::rows("ids", dtype::i32) >> picked(shape(tgt, batch)),
+                              out::rows("log_probs", dtype::f32) >> picked(shape(tgt, batch))));
 }
 
 // Calls f(step) for each step in order.
