@@ -36,79 +36,64 @@ int candidate_argv(void**);
 const struct halide_filter_metadata_t* candidate_metadata(void);
 }
 
-int main(int argc, char** argv) {
-  using namespace halformer::problems;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s d_model=512,t=128,... [--threads N] [--samples S] [--min-ms M] [--seed X]\n",
-                 argv[0]);
-    return 2;
-  }
-  int threads = 0, samples = 7, seed = 1;
-  std::string device;
-  double min_ms = 20;
+namespace {
+using namespace halformer::problems;
+
+struct settings {
   shape_args shape;
-  try {
-    shape = parse_shape(argv[1]);
-    for (int i = 2; i + 1 < argc; i += 2) {
-      const std::string a = argv[i];
-      if (a == "--threads")
-        threads = std::stoi(argv[i + 1]);
-      else if (a == "--samples")
-        samples = std::max(1, std::stoi(argv[i + 1]));
-      else if (a == "--min-ms")
-        min_ms = std::stod(argv[i + 1]);
-      else if (a == "--seed")
-        seed = std::stoi(argv[i + 1]);
-      else if (a == "--device")
-        device = argv[i + 1];
-      else
-        throw std::runtime_error("unknown option " + a);
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "harness: %s\n", e.what());
-    return 2;
+  int threads = 0, samples = 7, seed = 1;
+  double min_ms = 20;
+  std::string device; // "" (CPU), opencl, cuda
+};
+
+settings parse(int argc, char** argv) {
+  settings s;
+  s.shape = parse_shape(argv[1]);
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--threads")
+      s.threads = std::stoi(argv[i + 1]);
+    else if (a == "--samples")
+      s.samples = std::max(1, std::stoi(argv[i + 1]));
+    else if (a == "--min-ms")
+      s.min_ms = std::stod(argv[i + 1]);
+    else if (a == "--seed")
+      s.seed = std::stoi(argv[i + 1]);
+    else if (a == "--device")
+      s.device = argv[i + 1];
+    else
+      throw std::runtime_error("unknown option " + a);
   }
-  rng.seed(seed);
-  if (threads > 0)
-    halide_set_num_threads(threads);
-  problem p;
-  try {
-    p = make_problem(HF_KERNEL_NAME, shape);
-    p.bind({"candidate", candidate_argv, candidate_metadata});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "harness: %s\n", e.what());
-    return 2;
-  }
-  if (!device.empty() && device != "opencl" && device != "cuda") {
-    std::fprintf(stderr, "harness: unknown device '%s'\n", device.c_str());
-    return 2;
-  }
-  const bool gpu = !device.empty();
-  // On a GPU: fresh host data goes up on the first call; results are complete
-  // when the device has finished (sync), and are read on the host.
-  auto fresh = [&](call_set c) {
+  if (!s.device.empty() && s.device != "opencl" && s.device != "cuda")
+    throw std::runtime_error("unknown device '" + s.device + "'");
+  return s;
+}
+
+// The candidate on one set of inputs. On a GPU fresh host data goes up on the
+// first call, and results are complete when the device has finished (sync).
+struct candidate_call {
+  problem& p;
+  bool gpu;
+  static call_set fresh(call_set c) {
     for (auto& b : c.f)
       b.set_host_dirty();
     for (auto& b : c.i)
       b.set_host_dirty();
     return c;
-  };
-  auto sync = [&](call_set& c) {
+  }
+  int operator()(call_set& c) const {
+    const int rc = p(c);
+    if (rc != 0 || !gpu)
+      return rc;
     for (auto& b : c.f)
       if (b.raw_buffer()->device)
         return halide_device_sync(nullptr, b.raw_buffer());
     return 0;
-  };
-  auto call = [&](call_set& c) {
-    const int rc = p(c);
-    return rc != 0 || !gpu ? rc : sync(c);
-  };
-  p.sets.push_back(fresh(p.make()));
-  // Verify before timing.
-  if (int rc = call(p.sets[0]); rc != 0) {
-    std::printf("{\"status\": \"kernel_error\", \"code\": %d}\n", rc);
-    return 4;
   }
+};
+
+// Verifies the first set's outputs (read back from a GPU); returns the error.
+double verify(problem& p, bool gpu) {
   if (gpu) {
     for (auto& b : p.sets[0].f)
       if (b.raw_buffer()->device_dirty())
@@ -119,30 +104,58 @@ int main(int argc, char** argv) {
   }
   error_meter m;
   p.verify(p.sets[0], m);
-  const double err = m.result();
+  return m.result();
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s d_model=512,t=128,... [--threads N] [--samples S] [--min-ms M] [--seed X]\n",
+                 argv[0]);
+    return 2;
+  }
+  settings s;
+  problem p;
+  try {
+    s = parse(argc, argv);
+    rng.seed(s.seed);
+    p = make_problem(HF_KERNEL_NAME, s.shape);
+    p.bind({"candidate", candidate_argv, candidate_metadata});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness: %s\n", e.what());
+    return 2;
+  }
+  if (s.threads > 0)
+    halide_set_num_threads(s.threads);
+  const bool gpu = !s.device.empty();
+  const candidate_call call{p, gpu};
+  p.sets.push_back(candidate_call::fresh(p.make()));
+  if (int rc = call(p.sets[0]); rc != 0) { // verify before timing
+    std::printf("{\"status\": \"kernel_error\", \"code\": %d}\n", rc);
+    return 4;
+  }
+  const double err = verify(p, gpu);
   if (!(err <= p.tolerance)) {
     std::printf("{\"status\": \"wrong\", \"max_error\": %.3g}\n", err);
     return 3;
   }
-  const std::size_t n_sets = rotation_sets(bytes_of(p.sets[0]));
-  while (p.sets.size() < n_sets)
-    p.sets.push_back(fresh(p.make()));
+  while (p.sets.size() < rotation_sets(bytes_of(p.sets[0])))
+    p.sets.push_back(candidate_call::fresh(p.make()));
   std::size_t next = 0;
   if (gpu) // upload every set before timing
     for (std::size_t w = 0; w < p.sets.size(); ++w)
       call(p.sets[next++ % p.sets.size()]);
   int rc = 0;
-  const auto t = halformer::timing::interleaved({[&] { rc |= call(p.sets[next++ % p.sets.size()]); }}, samples, min_ms,
-                                                /*warmup_calls=*/3)[0];
+  const auto t = halformer::timing::interleaved({[&] { rc |= call(p.sets[next++ % p.sets.size()]); }}, s.samples,
+                                                s.min_ms, /*warmup_calls=*/3)[0];
   if (rc != 0) {
     std::printf("{\"status\": \"kernel_error\"}\n");
     return 4;
   }
-  const double median = t.median_ms;
   std::printf("{\"status\": \"ok\", \"max_error\": %.3g, \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, "
               "\"samples\": %d, \"min_sample_ms\": %g, \"input_sets\": %zu, \"threads\": %d, \"gflops\": %.4g, "
               "\"gbps\": %.4g, \"device\": \"%s\"}\n",
-              err, median, t.min_ms, t.max_ms, samples, min_ms, p.sets.size(), threads, p.flops / median / 1e6,
-              p.bytes / median / 1e6, gpu ? device.c_str() : "cpu");
+              err, t.median_ms, t.min_ms, t.max_ms, s.samples, s.min_ms, p.sets.size(), s.threads,
+              p.flops / t.median_ms / 1e6, p.bytes / t.median_ms / 1e6, gpu ? s.device.c_str() : "cpu");
   return 0;
 }

@@ -22,18 +22,14 @@ namespace halformer::tuner {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
 std::string now_iso() {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
-std::string clock_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
-  return buf;
-}
+
+namespace {
 // A candidate step failed: its status, and the child's description and stderr.
 void set_failure(record& r, const std::string& status, const process_result& p) {
   r.status = status;
@@ -203,181 +199,6 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
   const built_candidate c = build(t, k, knobs, o, hw, source, generator_args);
   return run(c, o);
-}
-
-tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
-                 const database& db, const hardware& hw) {
-  const kernel_info k = kernel_for(c, kernel_name, o.isa);
-  const knob_space& space = space_for(c, k, o.isa);
-  const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
-  std::mt19937 rng(o.seed);
-
-  // Resume: every record of this kernel, shape, target and machine counts as evaluated.
-  std::map<knob_set, record> seen;
-  for (auto& r : db.load())
-    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
-        r.schedule_revision == k.revision && !r.confirmed())
-      seen[r.knobs] = r;
-
-  tune_result result;
-  const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
-  auto best_verified = [&]() -> const record* {
-    const record* b = nullptr;
-    for (const auto& [kn, r] : seen)
-      if (r.verified() && (!b || r.median_ms < b->median_ms))
-        b = &r;
-    return b;
-  };
-  auto random_set = [&] {
-    knob_set s;
-    for (const auto& [name, values] : space)
-      s[name] = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng)];
-    return s;
-  };
-  auto mutate = [&](knob_set s) {
-    const int changes = 1 + int(rng() % 2);
-    for (int i = 0; i < changes; ++i) {
-      const auto& [name, values] = space[rng() % space.size()];
-      auto pos = std::find(values.begin(), values.end(), s[name]) - values.begin();
-      const int step = (rng() % 2) ? 1 : -1; // a neighbouring value, mostly
-      pos = std::clamp<long>(pos + step, 0, long(values.size()) - 1);
-      if (rng() % 4 == 0)
-        pos = long(rng() % values.size());
-      s[name] = values[std::size_t(pos)];
-    }
-    return s;
-  };
-
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
-  for (int i = 0; i < o.initial_random; ++i)
-    queue.emplace_back(random_set(), "random");
-  // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
-  // to mutate, so they come after the random start). GPU schedules are searched
-  // from the knobs alone.
-  if (!is_gpu(o.isa))
-    for (const auto& a : autoschedulers)
-      queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
-  double last_trial_s = 0;
-  const bool tty = isatty(2);
-  while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
-    knob_set cand;
-    std::string source;
-    if (!queue.empty()) {
-      std::tie(cand, source) = queue.front();
-      queue.erase(queue.begin());
-    } else {
-      // Evolution: mutate one of the best few verified candidates.
-      std::vector<const record*> top;
-      for (const auto& [kn, r] : seen)
-        if (r.verified() && autoscheduler_of(kn).empty())
-          top.push_back(&r);
-      std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
-      if (top.size() > 4)
-        top.resize(4);
-      source = "mutation";
-      bool fresh = false;
-      for (int attempt = 0; attempt < 50 && !fresh; ++attempt) {
-        cand = top.empty() ? random_set() : mutate(top[std::min<std::size_t>(rng() % 3, top.size() - 1)]->knobs);
-        fresh = !seen.count(cand);
-      }
-      for (int attempt = 0; attempt < 200 && !fresh; ++attempt) {
-        cand = random_set(), source = "random";
-        fresh = !seen.count(cand);
-      }
-      if (!fresh) { // nearly exhausted: enumerate the space for an unseen point
-        std::vector<std::size_t> idx(space.size(), 0);
-        for (bool more = true; more && !fresh;) {
-          for (std::size_t i = 0; i < space.size(); ++i)
-            cand[space[i].first] = space[i].second[idx[i]];
-          fresh = !seen.count(cand);
-          more = false;
-          for (std::size_t i = 0; i < space.size() && !more; ++i)
-            if (++idx[i] < space[i].second.size())
-              more = true;
-            else
-              idx[i] = 0;
-        }
-        source = "enumeration";
-        if (!fresh) {
-          std::fprintf(stderr, "[tune %s] the knob space is exhausted\n", k.name.c_str());
-          break;
-        }
-      }
-    }
-    if (seen.count(cand))
-      continue;
-    const double t0 = elapsed();
-    record r = measure(t, k, cand, o, hw, source);
-    last_trial_s = elapsed() - t0;
-    db.append(r);
-    seen[cand] = r;
-    ++result.trials;
-    if (!r.verified())
-      ++result.failed;
-    const record* b = best_verified();
-    const auto d = seen.find(defaults);
-    const double base = d != seen.end() && d->second.verified() ? d->second.median_ms : 0;
-    char line[512];
-    std::snprintf(line, sizeof line, "[tune %s %s %s] %d done (%d failed) | best %.4g ms %.1f GFLOP/s%s | %s / %s",
-                  k.name.c_str(), o.shape.c_str(), o.isa.c_str(), result.trials, result.failed, b ? b->median_ms : 0.0,
-                  b ? b->gflops : 0.0,
-                  base > 0 && b ? (" (" + std::to_string(base / b->median_ms).substr(0, 4) + "x default)").c_str() : "",
-                  clock_text(elapsed()).c_str(), clock_text(o.budget_s).c_str());
-    std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
-  }
-  if (tty)
-    std::fprintf(stderr, "\n");
-  if (const record* b = best_verified())
-    result.best = *b;
-  if (auto d = seen.find(defaults); d != seen.end())
-    result.defaults = d->second;
-
-  // Confirmation: the search keeps each candidate's one measurement, and the
-  // lowest of many noisy medians is optimistic. The finalists and the default are
-  // measured again, side by side over several rounds; the build trusts these records.
-  std::vector<const record*> top;
-  for (const auto& [kn, r] : seen)
-    if (r.verified() && autoscheduler_of(kn).empty())
-      top.push_back(&r);
-  std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
-  if (top.size() > std::size_t(std::max(0, o.finalists)))
-    top.resize(std::size_t(std::max(0, o.finalists)));
-  if (auto d = seen.find(defaults);
-      d != seen.end() && d->second.verified() && std::find(top.begin(), top.end(), &d->second) == top.end())
-    top.push_back(&d->second);
-  if (o.confirm_rounds > 0 && top.size() > 1) {
-    std::vector<built_candidate> built;
-    for (const record* r : top)
-      built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
-    std::vector<timed_run> runs;
-    for (std::size_t i = 0; i < built.size(); ++i)
-      runs.push_back({"finalist " + std::to_string(i + 1) + "/" + std::to_string(built.size()),
-                      [&, i] { return run(built[i], o); }});
-    const auto confirmed = interleaved(runs, o.confirm_rounds, "tune " + k.name + " " + o.shape + " confirming");
-    const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
-    const record* def = nullptr;
-    for (const auto& r : confirmed)
-      if (r.verified() && r.knobs == defaults)
-        def = &r;
-    const std::string batch = now_iso() + "/" + std::to_string(::getpid());
-    for (const auto& r : confirmed) {
-      record rr = r;
-      rr.settings["confirm_rounds"] = o.confirm_rounds;
-      rr.settings["confirm_batch"] = batch;
-      rr.settings["chosen"] = &r == chosen;
-      rr.settings["adopt_margin"] = o.adopt_margin;
-      db.append(rr);
-    }
-    if (def)
-      result.defaults = *def;
-    if (chosen) {
-      result.best = *chosen;
-      result.best.settings["chosen"] = true;
-    }
-  }
-  return result;
 }
 
 } // namespace halformer::tuner

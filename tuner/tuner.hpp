@@ -133,6 +133,7 @@ struct tune_result {
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel, const tune_options& o,
                  const database& db, const hardware& hw);
 
+std::string now_iso();                          // "2026-11-22T21:52:47Z", records' time
 std::string knobs_text(const knob_set& k);      // "a=1,b=2"
 std::string generator_knobs(const knob_set& k); // "a:1/b:2", the generator's knobs= value
 

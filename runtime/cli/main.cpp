@@ -140,16 +140,23 @@ int forward(const std::string& dir, const load_options& lo, const std::string& s
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"halformer: Transformer encoder-decoder inference on Halide kernels"};
-  app.require_subcommand(1);
+// Every command's options, filled in by CLI11.
+struct options {
   load_options lo;
   decode_options o;
   std::string dir, input, src, tgt, out_logits, out_memory;
   int batch = 32;
+  tuner::tune_options to;
+  cli::tune_request tr;
+  tuner::build_lib_options bo;
+  std::string lib_targets = "x86", lib_kernels, lib_emit;
+  tuner::compare_options co;
+  std::string cmp_schedules, cmp_out = "compare-results", cmp_preset;
+  bool cmp_all = false;
+};
 
+CLI::App* add_run(CLI::App& app, options& p) {
+  auto [lo, o, dir, input, batch] = std::tie(p.lo, p.o, p.dir, p.input, p.batch);
   auto* run_cmd = app.add_subcommand("run", "translate token-id lines (stdin or --input) into token-id lines");
   run_cmd->add_option("--model", dir, "model directory (config.json + model.safetensors)")->required();
   run_cmd->add_option("--beam", o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
@@ -166,6 +173,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--device", lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
 
+  return run_cmd;
+}
+
+CLI::App* add_forward(CLI::App& app, options& p) {
+  auto [lo, dir, src, tgt, out_logits, out_memory] = std::tie(p.lo, p.dir, p.src, p.tgt, p.out_logits, p.out_memory);
   auto* fwd = app.add_subcommand("forward", "teacher-forced forward pass on .npy token arrays");
   fwd->add_option("--model", dir, "model directory")->required();
   fwd->add_option("--src", src, "source ids, int64 [batch, src_len], padded with pad_id")->required();
@@ -176,9 +188,12 @@ int main(int argc, char** argv) {
   fwd->add_option("--device", lo.device, "cpu, cuda, opencl or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
 
-  tuner::tune_options to;
+  return fwd;
+}
+
+CLI::App* add_tune(CLI::App& app, options& p) {
+  auto [to, tr] = std::tie(p.to, p.tr);
   to.isa = ""; // this CPU's best unless --isa
-  cli::tune_request tr;
   tr.db_dir = build_info::default_db;
   auto* tune_cmd = app.add_subcommand("tune", "search schedule knobs for this machine, measuring every candidate");
   auto* kernel_opt = tune_cmd->add_option("--kernel", tr.kernel, "kernel to tune (e.g. attention, ffn_relu)");
@@ -220,8 +235,11 @@ int main(int argc, char** argv) {
                    "harness runs per finalist in the confirmation round (0: none)")
       ->check(CLI::Range(0, 100));
 
-  tuner::build_lib_options bo;
-  std::string lib_targets = "x86", lib_kernels, lib_emit;
+  return tune_cmd;
+}
+
+CLI::App* add_build_lib(CLI::App& app, options& p) {
+  auto [bo, lib_targets, lib_kernels, lib_emit] = std::tie(p.bo, p.lib_targets, p.lib_kernels, p.lib_emit);
   auto* lib_cmd = app.add_subcommand("build-lib", "write a static kernel library (.a + C headers) for Halide targets");
   lib_cmd->add_option("--target", lib_targets,
                       "x86 (AVX-512, AVX2, SSE4.1 with dispatch), cuda (PTX for sm_86, sm_80, sm_70 with "
@@ -233,11 +251,14 @@ int main(int argc, char** argv) {
   lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");
   lib_cmd->add_option("--emit", lib_emit, "extra outputs per kernel: stmt, assembly, ...");
 
-  tuner::compare_options co;
+  return lib_cmd;
+}
+
+CLI::App* add_compare(CLI::App& app, options& p) {
+  auto [co, cmp_schedules, cmp_out, cmp_preset, cmp_all] =
+      std::tie(p.co, p.cmp_schedules, p.cmp_out, p.cmp_preset, p.cmp_all);
   co.measure.isa = "";
   co.db_dir = build_info::default_db;
-  std::string cmp_schedules, cmp_out = "compare-results", cmp_preset;
-  bool cmp_all = false;
   auto* cmp_cmd =
       app.add_subcommand("compare", "benchmark schedules side by side: default, tuned, autoschedulers, BLAS");
   auto* cmp_kernel = cmp_cmd->add_option("--kernel", co.kernel, "kernel");
@@ -256,43 +277,62 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--rounds", co.rounds, "harness runs per schedule, taken in turn (median of their medians)")
       ->check(CLI::Range(1, 100));
 
+  return cmp_cmd;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> v;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty())
+      v.push_back(item);
+  return v;
+}
+
+int build_lib(options& p) {
+  const std::string share = build_info::share_dir;
+  // A comma inside "x86,..." lists targets; Halide target strings use '-' only.
+  p.bo.targets = split_commas(p.lib_targets), p.bo.kernels = split_commas(p.lib_kernels);
+  p.bo.emit = split_commas(p.lib_emit);
+  fmt::print("{}\n", tuner::build_lib(
+                         tuner::toolchain::from_json_file(share + "/tuner_paths.json"),
+                         tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json"), p.bo));
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"halformer: Transformer encoder-decoder inference on Halide kernels"};
+  app.require_subcommand(1);
+  options p;
+  auto* run_cmd = add_run(app, p);
+  auto* fwd = add_forward(app, p);
+  auto* tune_cmd = add_tune(app, p);
+  auto* lib_cmd = add_build_lib(app, p);
+  auto* cmp_cmd = add_compare(app, p);
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
-  info->add_option("--model", dir, "also describe this model");
+  info->add_option("--model", p.dir, "also describe this model");
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (o.nbest > o.beam)
-      throw error(fmt::format("--nbest {} exceeds --beam {}", o.nbest, o.beam));
-    lo.max_batch = std::max(batch * o.beam, 1);
-    lo.max_target_length = std::max(o.max_len, 1);
+    if (p.o.nbest > p.o.beam)
+      throw error(fmt::format("--nbest {} exceeds --beam {}", p.o.nbest, p.o.beam));
+    p.lo.max_batch = std::max(p.batch * p.o.beam, 1);
+    p.lo.max_target_length = std::max(p.o.max_len, 1);
     if (*run_cmd)
-      return run(dir, lo, o, input, batch);
+      return run(p.dir, p.lo, p.o, p.input, p.batch);
     if (*fwd)
-      return forward(dir, lo, src, tgt, out_logits, out_memory);
+      return forward(p.dir, p.lo, p.src, p.tgt, p.out_logits, p.out_memory);
     if (*tune_cmd)
-      return tune(tr, to);
+      return tune(p.tr, p.to);
     if (*cmp_cmd)
-      return compare(co, cmp_schedules, cmp_out, cmp_all, cmp_preset.empty() ? "transformer-base" : cmp_preset);
-    if (*lib_cmd) {
-      auto split = [](const std::string& text) {
-        std::vector<std::string> v;
-        std::stringstream ss(text);
-        for (std::string item; std::getline(ss, item, ',');)
-          if (!item.empty())
-            v.push_back(item);
-        return v;
-      };
-      const std::string share = build_info::share_dir;
-      // A comma inside "x86,..." lists targets; Halide target strings use '-' only.
-      bo.targets = split(lib_targets), bo.kernels = split(lib_kernels), bo.emit = split(lib_emit);
-      fmt::print("{}\n",
-                 tuner::build_lib(tuner::toolchain::from_json_file(share + "/tuner_paths.json"),
-                                  tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json"),
-                                  bo));
-      return 0;
-    }
+      return compare(p.co, p.cmp_schedules, p.cmp_out, p.cmp_all,
+                     p.cmp_preset.empty() ? "transformer-base" : p.cmp_preset);
+    if (*lib_cmd)
+      return build_lib(p);
     if (*info)
-      print_info(dir, lo);
+      print_info(p.dir, p.lo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "halformer: error: {}\n", e.what());
     return 1;

@@ -1,0 +1,214 @@
+// The search behind `halformer tune` (tuner.hpp: tune()): the hand defaults first,
+// random points and Halide's autoschedulers, then mutations of the best few knob
+// sets, every candidate measured in child processes and recorded; then a
+// confirmation round of the finalists and the default, side by side.
+#include "tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <unistd.h>
+
+namespace halformer::tuner {
+
+namespace {
+std::string clock_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d:%02d", int(s) / 60, int(s) % 60);
+  return buf;
+}
+
+// What a search has measured (resumed from the database), and how it picks the next point.
+class search {
+public:
+  search(const knob_space& space, const tune_options& o) : space_(space), rng_(o.seed) {}
+
+  std::map<knob_set, record> seen;
+
+  const record* best_verified() const {
+    const record* b = nullptr;
+    for (const auto& [kn, r] : seen)
+      if (r.verified() && (!b || r.median_ms < b->median_ms))
+        b = &r;
+    return b;
+  }
+  // The fastest verified knob sets (not autoscheduler runs), at most n.
+  std::vector<const record*> fastest(std::size_t n) const {
+    std::vector<const record*> top;
+    for (const auto& [kn, r] : seen)
+      if (r.verified() && autoscheduler_of(kn).empty())
+        top.push_back(&r);
+    std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+    if (top.size() > n)
+      top.resize(n);
+    return top;
+  }
+  knob_set random_set() {
+    knob_set s;
+    for (const auto& [name, values] : space_)
+      s[name] = values[std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng_)];
+    return s;
+  }
+  // One or two knobs moved, mostly to a neighbouring value.
+  knob_set mutate(knob_set s) {
+    const int changes = 1 + int(rng_() % 2);
+    for (int i = 0; i < changes; ++i) {
+      const auto& [name, values] = space_[rng_() % space_.size()];
+      auto pos = std::find(values.begin(), values.end(), s[name]) - values.begin();
+      const int step = (rng_() % 2) ? 1 : -1;
+      pos = std::clamp<long>(pos + step, 0, long(values.size()) - 1);
+      if (rng_() % 4 == 0)
+        pos = long(rng_() % values.size());
+      s[name] = values[std::size_t(pos)];
+    }
+    return s;
+  }
+  // A point not measured yet: a mutation of one of the best few, else a random
+  // one, else the first unseen point of the space; false when it is exhausted.
+  bool next_unseen(knob_set& cand, std::string& source) {
+    const auto top = fastest(4);
+    source = "mutation";
+    for (int attempt = 0; attempt < 50; ++attempt)
+      if (!seen.count(cand = top.empty() ? random_set()
+                                         : mutate(top[std::min<std::size_t>(rng_() % 3, top.size() - 1)]->knobs)))
+        return true;
+    source = "random";
+    for (int attempt = 0; attempt < 200; ++attempt)
+      if (!seen.count(cand = random_set()))
+        return true;
+    source = "enumeration";
+    std::vector<std::size_t> idx(space_.size(), 0);
+    for (bool more = true; more;) {
+      for (std::size_t i = 0; i < space_.size(); ++i)
+        cand[space_[i].first] = space_[i].second[idx[i]];
+      if (!seen.count(cand))
+        return true;
+      more = false;
+      for (std::size_t i = 0; i < space_.size() && !more; ++i)
+        if (++idx[i] < space_[i].second.size())
+          more = true;
+        else
+          idx[i] = 0;
+    }
+    return false;
+  }
+
+private:
+  const knob_space& space_;
+  std::mt19937 rng_;
+};
+
+// The live line: candidates done, failures, the best so far against the default, time.
+void report(const search& s, const kernel_info& k, const tune_options& o, const tune_result& result,
+            const knob_set& defaults, double elapsed, bool tty) {
+  const record* b = s.best_verified();
+  const auto d = s.seen.find(defaults);
+  const double base = d != s.seen.end() && d->second.verified() ? d->second.median_ms : 0;
+  char line[512];
+  std::snprintf(line, sizeof line, "[tune %s %s %s] %d done (%d failed) | best %.4g ms %.1f GFLOP/s%s | %s / %s",
+                k.name.c_str(), o.shape.c_str(), o.isa.c_str(), result.trials, result.failed, b ? b->median_ms : 0.0,
+                b ? b->gflops : 0.0,
+                base > 0 && b ? (" (" + std::to_string(base / b->median_ms).substr(0, 4) + "x default)").c_str() : "",
+                clock_text(elapsed).c_str(), clock_text(o.budget_s).c_str());
+  std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
+}
+
+// Confirmation: the search keeps each candidate's one measurement, and the
+// lowest of many noisy medians is optimistic. The finalists and the default are
+// measured again, side by side over several rounds; the build trusts these records.
+void confirm(const toolchain& t, const kernel_info& k, const tune_options& o, const database& db, const hardware& hw,
+             const search& s, const knob_set& defaults, tune_result& result) {
+  auto top = s.fastest(std::size_t(std::max(0, o.finalists)));
+  if (auto d = s.seen.find(defaults);
+      d != s.seen.end() && d->second.verified() && std::find(top.begin(), top.end(), &d->second) == top.end())
+    top.push_back(&d->second);
+  if (o.confirm_rounds <= 0 || top.size() <= 1)
+    return;
+  std::vector<built_candidate> built;
+  for (const record* r : top)
+    built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
+  std::vector<timed_run> runs;
+  for (std::size_t i = 0; i < built.size(); ++i)
+    runs.push_back({"finalist " + std::to_string(i + 1) + "/" + std::to_string(built.size()),
+                    [&, i] { return run(built[i], o); }});
+  const auto confirmed = interleaved(runs, o.confirm_rounds, "tune " + k.name + " " + o.shape + " confirming");
+  const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
+  const std::string batch = now_iso() + "/" + std::to_string(::getpid());
+  for (const auto& r : confirmed) {
+    record rr = r;
+    rr.settings["confirm_rounds"] = o.confirm_rounds;
+    rr.settings["confirm_batch"] = batch;
+    rr.settings["chosen"] = &r == chosen;
+    rr.settings["adopt_margin"] = o.adopt_margin;
+    db.append(rr);
+    if (r.verified() && r.knobs == defaults)
+      result.defaults = r;
+  }
+  if (chosen) {
+    result.best = *chosen;
+    result.best.settings["chosen"] = true;
+  }
+}
+} // namespace
+
+tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
+                 const database& db, const hardware& hw) {
+  const kernel_info k = kernel_for(c, kernel_name, o.isa);
+  const knob_space& space = space_for(c, k, o.isa);
+  const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
+  search s(space, o);
+  // Resume: every record of this kernel, shape, target and machine counts as evaluated.
+  for (auto& r : db.load())
+    if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
+        r.schedule_revision == k.revision && !r.confirmed())
+      s.seen[r.knobs] = r;
+
+  tune_result result;
+  const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
+  std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
+  for (int i = 0; i < o.initial_random; ++i)
+    queue.emplace_back(s.random_set(), "random");
+  // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
+  // to mutate, so they come after the random start). GPU schedules are searched
+  // from the knobs alone.
+  if (!is_gpu(o.isa))
+    for (const auto& a : autoschedulers)
+      queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  double last_trial_s = 0;
+  const bool tty = isatty(2);
+  while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
+    knob_set cand;
+    std::string source;
+    if (!queue.empty()) {
+      std::tie(cand, source) = queue.front();
+      queue.erase(queue.begin());
+    } else if (!s.next_unseen(cand, source)) {
+      std::fprintf(stderr, "[tune %s] the knob space is exhausted\n", k.name.c_str());
+      break;
+    }
+    if (s.seen.count(cand))
+      continue;
+    const double t0 = elapsed();
+    record r = measure(t, k, cand, o, hw, source);
+    last_trial_s = elapsed() - t0;
+    db.append(r);
+    s.seen[cand] = r;
+    ++result.trials;
+    result.failed += r.verified() ? 0 : 1;
+    report(s, k, o, result, defaults, elapsed(), tty);
+  }
+  if (tty)
+    std::fprintf(stderr, "\n");
+  if (const record* b = s.best_verified())
+    result.best = *b;
+  if (auto d = s.seen.find(defaults); d != s.seen.end())
+    result.defaults = d->second;
+  confirm(t, k, o, db, hw, s, defaults, result);
+  return result;
+}
+
+} // namespace halformer::tuner
