@@ -1,5 +1,7 @@
 #include "compare.hpp"
 
+#include "halformer/problems.hpp"
+
 #include "halformer/error.hpp"
 #include "process.hpp"
 
@@ -18,27 +20,14 @@ namespace halformer::tuner {
 
 namespace {
 // The GEMMs (M, N, K) a GEMM-shaped kernel performs; empty for the others.
+// The GEMMs a kernel computes at a shape, from its problem (common/), as the BLAS
+// harness's "m,n,k;m,n,k" argument; "" when it is not GEMM-shaped.
 std::string gemms_of(const std::string& kernel, const std::string& shape) {
-  auto m = shape_values(shape);
-  const int rows = m["t"] * m["batch"];
-  auto g = [&](int n, int k, int times) {
-    std::string s;
-    for (int i = 0; i < times; ++i)
-      s += (s.empty() ? "" : ";") + std::to_string(rows) + "," + std::to_string(n) + "," + std::to_string(k);
-    return s;
-  };
-  const int d = m.count("d_k") ? m["d_k"] * m["heads"] : m["d_model"];
-  if (kernel == "qkv_projection")
-    return g(d, d, 3);
-  if (kernel == "kv_projection")
-    return g(d, d, 2);
-  if (kernel == "q_projection" || kernel == "out_projection")
-    return g(d, d, 1);
-  if (kernel == "ffn_relu" || kernel == "ffn_gelu")
-    return g(m["d_ff"], d, 1) + ";" + g(d, m["d_ff"], 1);
-  if (kernel == "logits")
-    return g(m["vocab"], d, 1);
-  return "";
+  auto args = problems::parse_shape(shape);
+  std::string s;
+  for (const auto& g : problems::make_problem(kernel, args).gemms)
+    s += (s.empty() ? "" : ";") + std::to_string(g.m) + "," + std::to_string(g.n) + "," + std::to_string(g.k);
+  return s;
 }
 
 __attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
@@ -92,34 +81,33 @@ double fma_peak_gflops(const std::string& isa, int threads) {
   return best;
 }
 
-std::vector<compare_row> compare(const toolchain& t, const catalog& c, const compare_options& o, const hardware& hw) {
-  const kernel_info& k = c.kernel(o.kernel);
-  tune_options m = o.measure;
-  m.shape = canonical_shape(o.shape);
-  const database db(o.db_dir);
-  const auto records = db.load();
-  const std::string target = target_of_isa(m.isa);
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  const std::string parallelism = std::to_string(m.threads > 0 ? m.threads : cores);
+namespace {
+// One schedule of a comparison: built (compile and link in child processes), or
+// the BLAS harness's command line, or a note saying why it has no row.
+struct entry {
+  compare_row row;
+  built_candidate cand;
+  const tune_options* opts = nullptr;
+  std::vector<std::string> blas;
+};
+
+struct comparison {
+  const toolchain& t;
+  const catalog& c;
+  const kernel_info& k;
+  const hardware& hw;
+  tune_options m, g; // the CPU measurement, and the GPU schedules' on the OpenCL device
+  std::vector<record> records;
+  std::string parallelism;
+
   // This machine's tuned knob-set record of this kernel and shape for a target,
   // machine key and schedule revision (autoscheduler records are their own rows).
-  const auto best_tuned = [&](const std::string& tgt, const std::string& key, int revision) {
+  const record* best_tuned(const std::string& tgt, const std::string& key, int revision) const {
     return pick_tuned(records,
                       [&](const record& r) { return tuned_candidate(r, k.name, m.shape, tgt, key, revision); });
-  };
-  tune_options g = m; // the GPU schedules, on the OpenCL device
-  g.isa = "opencl";
+  }
 
-  // First every schedule is built (compile and link, in child processes); then
-  // all of them run in turn, `rounds` times, so that the machine's drift is shared.
-  struct entry {
-    compare_row row;
-    built_candidate cand;
-    const tune_options* opts = nullptr;
-    std::vector<std::string> blas; // the BLAS harness's command line
-  };
-  std::vector<entry> entries;
-  for (const auto& s : o.schedules) {
+  entry build_entry(const std::string& s) const {
     entry e;
     e.row = {s, {}, ""};
     e.opts = &m;
@@ -127,7 +115,7 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
     if (s == "default") {
       e.cand = build(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
     } else if (s == "tuned") {
-      if (const record* best = best_tuned(target, hw.key(), k.revision))
+      if (const record* best = best_tuned(target_of_isa(m.isa), hw.key(), k.revision))
         e.cand = build(t, k, best->knobs, m, hw, "tuned"); // re-measured in this run
       else
         e.row.note = "no tuned record for this kernel, shape and machine";
@@ -163,32 +151,48 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
     }
     if (!e.cand.ok() && !e.cand.r.status.empty())
       e.row.r = e.cand.r; // did not build
-    entries.push_back(std::move(e));
+    return e;
   }
+};
+
+record run_blas(const std::vector<std::string>& command, double timeout_s) {
+  const auto p = run_process(command, timeout_s);
+  record r;
+  try {
+    const auto j = nlohmann::json::parse(p.out);
+    r.status = "ok", r.source = "OpenBLAS sgemm " + command[1];
+    r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
+    r.gflops = j.at("gflops");
+  } catch (const std::exception&) {
+    r.status = "crash", r.detail = p.describe() + ": " + p.err;
+  }
+  return r;
+}
+} // namespace
+
+std::vector<compare_row> compare(const toolchain& t, const catalog& c, const compare_options& o, const hardware& hw) {
+  comparison cmp{t, c, c.kernel(o.kernel), hw, o.measure, o.measure, database(o.db_dir).load(), ""};
+  cmp.m.shape = cmp.g.shape = canonical_shape(o.shape);
+  cmp.g.isa = "opencl";
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  cmp.parallelism = std::to_string(cmp.m.threads > 0 ? cmp.m.threads : cores);
+  // First every schedule is built; then all of them run in turn, `rounds` times,
+  // so that the machine's drift is shared.
+  std::vector<entry> entries;
+  for (const auto& s : o.schedules)
+    entries.push_back(cmp.build_entry(s));
   std::vector<timed_run> runs;
   std::vector<entry*> timed;
   for (auto& e : entries) {
     if (e.cand.ok())
       runs.push_back({e.row.schedule, [&e] { return run(e.cand, *e.opts); }});
     else if (!e.blas.empty())
-      runs.push_back({e.row.schedule, [&e, &m] {
-                        const auto p = run_process(e.blas, m.candidate_timeout_s);
-                        record r;
-                        try {
-                          const auto j = nlohmann::json::parse(p.out);
-                          r.status = "ok", r.source = "OpenBLAS sgemm " + e.blas[1];
-                          r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
-                          r.gflops = j.at("gflops");
-                        } catch (const std::exception&) {
-                          r.status = "crash", r.detail = p.describe() + ": " + p.err;
-                        }
-                        return r;
-                      }});
+      runs.push_back({e.row.schedule, [&e, &cmp] { return run_blas(e.blas, cmp.m.candidate_timeout_s); }});
     else
       continue;
     timed.push_back(&e);
   }
-  const auto measured = interleaved(runs, std::max(1, o.rounds), "compare " + k.name + " " + m.shape);
+  const auto measured = interleaved(runs, std::max(1, o.rounds), "compare " + cmp.k.name + " " + cmp.m.shape);
   for (std::size_t i = 0; i < timed.size(); ++i)
     timed[i]->row.r = measured[i];
   std::vector<compare_row> rows;
