@@ -12,17 +12,11 @@
 # Halide targets, HALFORMER_KERNEL_FILTER the kernels (empty: all) and
 # HALFORMER_EMIT extra generator outputs (stmt, assembly, ...).
 
-set(HALFORMER_X86_TARGETS
-    x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
-    x86-64-linux-avx-avx2-f16c-fma-sse41
-    x86-64-linux-sse41
+include(targets)
+set(HALFORMER_X86_TARGETS ${HALFORMER_X86_TARGET_LIST}
     CACHE STRING "Halide targets of the CPU kernel library, most specialised first")
-
-set(HALFORMER_OPENCL_TARGETS x86-64-linux-sse41-opencl CACHE STRING "Halide targets of the OpenCL kernel library")
-set(HALFORMER_CUDA_TARGETS
-    x86-64-linux-sse41-cuda-cuda_capability_86
-    x86-64-linux-sse41-cuda-cuda_capability_80
-    x86-64-linux-sse41-cuda-cuda_capability_70
+set(HALFORMER_OPENCL_TARGETS ${HALFORMER_OPENCL_TARGET_LIST} CACHE STRING "Halide targets of the OpenCL kernel library")
+set(HALFORMER_CUDA_TARGETS ${HALFORMER_CUDA_TARGET_LIST}
     CACHE STRING "Halide targets of the CUDA kernel library, newest capability first")
 set(HALFORMER_GPU_KNOB_FILE ${HALFORMER_SOURCE_DIR}/schedules/knobs/gpu.json
     CACHE FILEPATH "Knob values of the GPU schedules")
@@ -37,7 +31,7 @@ if (NOT DEFINED HALFORMER_GPU_APIS)
   endif ()
 endif ()
 
-add_halide_runtime(halformer_runtime TARGETS x86-64-linux-sse41-cuda-opencl)
+add_halide_runtime(halformer_runtime TARGETS ${HALFORMER_RUNTIME_TARGET})
 
 set(HALFORMER_KERNELS "")
 # halformer_kernel(NAME [BUCKETS b ...]): function hf_NAME from the kernel NAME of

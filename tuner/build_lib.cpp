@@ -1,6 +1,7 @@
 #include "build_lib.hpp"
 
 #include "halformer/error.hpp"
+#include "halformer/targets.hpp"
 #include "process.hpp"
 
 #include <algorithm>
@@ -34,20 +35,19 @@ std::string gpu_api(const std::string& target) {
 }
 
 std::vector<std::string> expand_targets(const std::vector<std::string>& names) {
-  std::vector<std::string> targets;
+  std::vector<std::string> out;
   for (const auto& tg : names) {
     if (tg == "x86")
-      for (const char* isa : {"avx512", "avx2", "sse41"})
-        targets.push_back(target_of_isa(isa));
-    else if (tg == "cuda") // PTX for V100, A100, RTX 30; newer GPUs JIT the newest
-      for (const char* cap : {"86", "80", "70"})
-        targets.push_back(std::string("x86-64-linux-sse41-cuda-cuda_capability_") + cap);
+      for (const auto& [isa, target] : targets::x86)
+        out.push_back(target);
+    else if (tg == "cuda")
+      out.insert(out.end(), std::begin(targets::cuda), std::end(targets::cuda));
     else if (tg == "opencl")
-      targets.push_back("x86-64-linux-sse41-opencl");
+      out.insert(out.end(), std::begin(targets::opencl), std::end(targets::opencl));
     else
-      targets.push_back(tg);
+      out.push_back(tg);
   }
-  return targets;
+  return out;
 }
 
 std::string build_lib(const toolchain& t, const catalog& c, const build_lib_options& o) {
@@ -85,7 +85,8 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
   const std::string lib_name = api.empty() ? "libhalformer_kernels.a" : "libhalformer_kernels_" + api + ".a";
   fs::copy_file(build + "/lib/" + lib_name, o.out_dir + "/" + lib_name, fs::copy_options::overwrite_existing);
   for (const auto& h : fs::directory_iterator(build + "/include"))
-    fs::copy_file(h.path(), o.out_dir + "/" + h.path().filename().string(), fs::copy_options::overwrite_existing);
+    if (h.is_regular_file())
+      fs::copy_file(h.path(), o.out_dir + "/" + h.path().filename().string(), fs::copy_options::overwrite_existing);
   const std::size_t n = o.kernels.empty() ? c.kernels.size() : o.kernels.size();
   return "wrote " + o.out_dir + "/" + lib_name + " (" + std::to_string(n) + " kernels x " +
          std::to_string(targets.size()) + " targets; schedules: " +

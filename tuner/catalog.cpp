@@ -3,6 +3,8 @@
 // each kernel's schedule from the DSL), and the knob-set helpers every command shares.
 #include "tuner.hpp"
 
+#include "halformer/targets.hpp"
+
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
 
@@ -93,14 +95,11 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
 }
 
 std::string target_of_isa(const std::string& isa) {
-  if (isa == "avx512")
-    return "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41";
-  if (isa == "avx2")
-    return "x86-64-linux-avx-avx2-f16c-fma-sse41";
-  if (isa == "sse41")
-    return "x86-64-linux-sse41";
+  for (const auto& [name, target] : targets::x86)
+    if (isa == name)
+      return target;
   if (isa == "opencl")
-    return "x86-64-linux-sse41-opencl";
+    return targets::opencl[0];
   if (isa == "cuda")
     throw error("tuning CUDA schedules needs a CUDA device to measure on; halformer measures x86 ISAs and opencl");
   throw error("unknown ISA '" + isa + "' (avx512, avx2, sse41 or opencl)");

@@ -1,0 +1,48 @@
+# The Halide targets of halformer's libraries, defined here once: the CMake
+# libraries (HalformerKernels.cmake) default to these lists, and the C++ tools
+# (the tuner, build-lib) read them from the generated halformer/targets.hpp.
+#   x86: one target per ISA, most specialised first (the last is the baseline).
+set(HALFORMER_ISA_TARGETS
+    "avx512=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"
+    "avx2=x86-64-linux-avx-avx2-f16c-fma-sse41"
+    "sse41=x86-64-linux-sse41")
+set(HALFORMER_OPENCL_TARGET_LIST x86-64-linux-sse41-opencl)
+# CUDA: PTX for capabilities 8.6, 8.0 and 7.0 (RTX 30, A100, V100), newest first;
+# newer GPUs JIT the newest.
+set(HALFORMER_CUDA_TARGET_LIST
+    x86-64-linux-sse41-cuda-cuda_capability_86
+    x86-64-linux-sse41-cuda-cuda_capability_80
+    x86-64-linux-sse41-cuda-cuda_capability_70)
+# The one Halide runtime every library shares (host code plus the device modules).
+set(HALFORMER_RUNTIME_TARGET x86-64-linux-sse41-cuda-opencl)
+
+set(HALFORMER_X86_TARGET_LIST "")
+set(isa_entries "")
+foreach (entry IN LISTS HALFORMER_ISA_TARGETS)
+  string(REPLACE "=" ";" parts "${entry}")
+  list(GET parts 0 isa)
+  list(GET parts 1 target)
+  list(APPEND HALFORMER_X86_TARGET_LIST ${target})
+  string(APPEND isa_entries "    {\"${isa}\", \"${target}\"},\n")
+endforeach ()
+function(halformer_cpp_list out)
+  set(text "")
+  foreach (t IN LISTS ARGN)
+    string(APPEND text "\"${t}\", ")
+  endforeach ()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+halformer_cpp_list(opencl_entries ${HALFORMER_OPENCL_TARGET_LIST})
+halformer_cpp_list(cuda_entries ${HALFORMER_CUDA_TARGET_LIST})
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/halformer/targets.hpp CONTENT
+"// Generated from cmake/targets.cmake: the Halide targets of halformer's libraries.
+#pragma once
+#include <utility>
+namespace halformer::targets {
+// (ISA, target), most specialised first.
+inline constexpr std::pair<const char*, const char*> x86[] = {
+${isa_entries}};
+inline constexpr const char* opencl[] = {${opencl_entries}};
+inline constexpr const char* cuda[] = {${cuda_entries}};
+} // namespace halformer::targets
+")
