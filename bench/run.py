@@ -142,6 +142,9 @@ def main():
         log(f"kernels, round {r + 1}/{rounds} (halformer, oneDNN, OpenBLAS interleaved)")
         for row in run_json([os.path.join(BIN, "bench_kernels"), "--threads", t, "--samples",
                              "3" if a.quick else "5", "--min-ms", "10" if a.quick else "20"], env=omp, lines=True):
+            if "skipped" in row:  # a library kernel no benchmark phase runs
+                log(f"kernel {row['kernel']}: {row['skipped']}")
+                continue
             kruns.setdefault((row["kernel"], row["phase"]), []).append(row)
         log(f"PyTorch nn.MultiheadAttention, round {r + 1}/{rounds}")
         for s in (128, 512, 2048):
