@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The build's knob file choice (tuner/choose_knobs_main.cpp): an explicit file
+# wins; else this hardware's file in the tuned directory (as `tune` writes it);
+# else the hand defaults with this machine's records. Each says which it used.
+#   choose_knobs_test.sh CHOOSE DEFAULT_KNOBS SHARE_DIR
+set -u
+choose=$1 defaults=$2 share=$3
+failures=0
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+tmp=$(mktemp -d)
+mkdir -p "$tmp/tuned" "$tmp/db"
+touch "$tmp/db/schedules.jsonl"
+run() { "$choose" "$1" "$tmp/tuned" "$defaults" "$tmp/db" "$share/knob_spaces.json" "$share/kernels.json" "$tmp/out.json"; }
+
+out=$(run "") || fail "no tuned file: $out"
+grep -q "hand defaults everywhere" <<<"$out" || fail "no tuned file, no records: '$out'"
+own=$(grep -o "no [^ ]*\.json for this hardware" <<<"$out" | cut -d' ' -f2)
+[[ $own == "$tmp/tuned/"*.json ]] || fail "this hardware's knob file path: '$own'"
+
+# This hardware's tuned file (as tune writes it) is taken as it is.
+/usr/bin/python3 - "$defaults" "$own" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["layernorm"]["avx2"]["rows_per_task"] = 2
+j["layernorm"]["avx2"]["_why"] = "tuned on this machine at batch=3,d_model=64,t=1: 0.001 ms"
+j["_source"] = {"hardware": "this one"}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+out=$(run "") || fail "tuned file: $out"
+grep -q "this hardware's tuned knob file): 1 tuned knob sets" <<<"$out" || fail "tuned file: '$out'"
+cmp -s "$own" "$tmp/out.json" || fail "the chosen file is not this hardware's"
+
+# An explicit file wins over it.
+out=$(run "$defaults") || fail "explicit file: $out"
+grep -q "(HALFORMER_KNOB_FILE): 0 tuned knob sets" <<<"$out" || fail "explicit file: '$out'"
+cmp -s "$defaults" "$tmp/out.json" || fail "the chosen file is not the explicit one"
+out=$(run "$tmp/nonexistent.json" 2>&1) && fail "a missing explicit file was accepted"
+grep -q "does not exist" <<<"$out" || fail "missing file message: '$out'"
+rm -rf "$tmp"
+echo "choose knobs tests: $failures failures"
+exit $((failures != 0))
