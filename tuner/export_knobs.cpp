@@ -55,16 +55,18 @@ void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& rec
         continue;
       }
       std::string why = "tuned on this machine:";
+      // Only knobs the section still has: a record may hold one a schedule has
+      // since dropped (its code unchanged otherwise).
       if (best) {
         for (const auto& [name, v] : best->knobs)
-          if (!branch_knob(name) || !gemv)
+          if (values.contains(name) && (!branch_knob(name) || !gemv))
             values[name] = v;
         why += " " + where + ", " + ms(best->median_ms) + " (" + best->when + ")";
         report.tuned.push_back(section + "." + isa + " (" + where + ": " + ms(best->median_ms) + ")");
       }
       if (gemv) {
         for (const auto& [name, v] : gemv->knobs)
-          if (branch_knob(name))
+          if (values.contains(name) && branch_knob(name))
             values[name] = v;
         why += "; gemv_* knobs: " + gemv_where + ", " + ms(gemv->median_ms);
         report.tuned.push_back(section + "." + isa + " gemv (" + gemv_where + ": " + ms(gemv->median_ms) + ")");
@@ -103,7 +105,8 @@ nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel
     return values;
   }
   for (const auto& [name, v] : rec->knobs)
-    values[name] = v;
+    if (values.contains(name))
+      values[name] = v;
   values["_why"] = "tuned on this machine at " + at->shape + ": " + ms(rec->median_ms) +
                    (rec->confirmed() ? " (confirmed)" : "") + " (" + rec->when + ")";
   report.tuned.push_back(kernel + "@" + bucket + "." + isa + " (" + at->shape + ": " + ms(rec->median_ms) + ")");

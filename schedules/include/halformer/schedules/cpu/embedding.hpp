@@ -10,7 +10,13 @@
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> embedding_knobs() { return row_knobs(); }
+// The row loop's knobs; the embedding has no row reduction to vectorise.
+inline std::vector<knob_decl> embedding_knobs() {
+  auto k = row_knobs();
+  k.erase(std::remove_if(k.begin(), k.end(), [](const knob_decl& d) { return d.name == "vectorize_reductions"; }),
+          k.end());
+  return k;
+}
 
 inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                       const bucket_scope& in) {
