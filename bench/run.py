@@ -77,33 +77,15 @@ def combine(stats):
             hi: max(s[hi] for s in stats), "runs": len(stats)}
 
 
-def svg_bars(path, title, groups, series, unit, colors=("#2a7", "#47a", "#c73", "#888")):
-    """groups: [(label, {series: value or None})]; horizontal grouped bars."""
-    most = max([v for _, d in groups for v in d.values() if v] + [1e-9])
-    bar, gap, left, width = 14, 10, 210, 460
-    h = 50 + len(groups) * (len(series) * bar + gap) + 20 * len(series)
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{left + width + 120}' height='{h}' "
-           f"font-family='sans-serif' font-size='11'>",
-           f"<text x='10' y='20' font-size='14'>{title}</text>"]
-    y = 40
-    for label, d in groups:
-        out.append(f"<text x='10' y='{y + bar * len(series) / 2 + 4}'>{label}</text>")
-        for i, s in enumerate(series):
-            v = d.get(s)
-            if v:
-                w = width * v / most
-                out.append(f"<rect x='{left}' y='{y}' width='{w:.1f}' height='{bar - 2}' fill='{colors[i % 4]}'/>"
-                           f"<text x='{left + w + 4:.1f}' y='{y + bar - 4}'>{v:.3g}</text>")
-            else:
-                out.append(f"<text x='{left + 4}' y='{y + bar - 4}' fill='#a33'>{s}: n/a</text>")
-            y += bar
-        y += gap
-    for i, s in enumerate(series):
-        out.append(f"<rect x='{left}' y='{y + 20 * i}' width='12' height='12' fill='{colors[i % 4]}'/>"
-                   f"<text x='{left + 18}' y='{y + 20 * i + 10}'>{s} ({unit})</text>")
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+def svg_bars(path, title, groups, series, unit):
+    """groups: [(label, {series: value or None})]; drawn by bin/halformer_chart, the
+    one chart writer (common/include/halformer/chart.hpp)."""
+    spec = {"title": title, "unit": unit, "series": list(series),
+            "groups": [{"label": label, "values": [d.get(s) for s in series]} for label, d in groups]}
+    with open(path + ".json", "w") as f:
+        json.dump(spec, f)
+    subprocess.run([os.path.join(BIN, "halformer_chart"), path + ".json", path], check=True)
+    os.remove(path + ".json")
 
 
 def main():

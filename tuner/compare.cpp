@@ -1,5 +1,6 @@
 #include "compare.hpp"
 
+#include "halformer/chart.hpp"
 #include "halformer/problems.hpp"
 
 #include "halformer/error.hpp"
@@ -243,36 +244,19 @@ void write_reports(const std::string& dir, const std::string& name, const std::s
     j["rows"].push_back({{"schedule", r.schedule}, {"record", r.r.to_json()}, {"note", r.note}});
   }
   std::ofstream(dir + "/" + name + ".json") << j.dump(1) << "\n";
-  // SVG: one horizontal bar per schedule (median), whisker min-max.
-  double most = 0;
-  for (const auto& r : rows)
-    if (r.r.verified())
-      most = std::max(most, r.r.max_ms);
-  const int bar_h = 26, left = 130, width = 520, top = 40;
-  std::ofstream svg(dir + "/" + name + ".svg");
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + width + 140 << "' height='"
-      << top + bar_h * int(rows.size()) + 30 << "' font-family='sans-serif' font-size='12'>\n"
-      << "<text x='10' y='20' font-size='14'>" << title << " (median ms, whiskers min-max; shorter is faster)</text>\n";
-  int y = top;
+  // One bar per schedule (median), whisker min-max; a schedule without a
+  // verified measurement shows its note.
+  std::vector<chart::group> groups;
   for (const auto& r : rows) {
-    svg << "<text x='10' y='" << y + 17 << "'>" << r.schedule << "</text>\n";
-    if (r.r.verified() && most > 0) {
-      const double w = width * r.r.median_ms / most, lo = width * r.r.min_ms / most, hi = width * r.r.max_ms / most;
-      svg << "<rect x='" << left << "' y='" << y + 4 << "' width='" << w << "' height='" << bar_h - 8 << "' fill='"
-          << (r.schedule == "tuned"  ? "#2a7"
-              : r.schedule == "blas" ? "#888"
-                                     : "#47a")
-          << "'/>\n"
-          << "<line x1='" << left + lo << "' x2='" << left + hi << "' y1='" << y + bar_h / 2 << "' y2='"
-          << y + bar_h / 2 << "' stroke='black'/>\n"
-          << "<text x='" << left + hi + 6 << "' y='" << y + 17 << "'>" << r.r.median_ms << " ms</text>\n";
-    } else {
-      svg << "<text x='" << left << "' y='" << y + 17 << "' fill='#a33'>"
-          << (r.note.empty() ? "-" : r.note.substr(0, 70)) << "</text>\n";
-    }
-    y += bar_h;
+    chart::bar b;
+    if (r.r.verified())
+      b = {r.r.median_ms, r.r.min_ms, r.r.max_ms, ""};
+    else
+      b.note = r.note.empty() ? "-" : r.note;
+    groups.push_back({r.schedule, {b}});
   }
-  svg << "</svg>\n";
+  chart::write_bars(dir + "/" + name + ".svg", title + " (shorter is faster)", {"median, whiskers min-max"}, "ms",
+                    groups);
 }
 
 } // namespace halformer::tuner
