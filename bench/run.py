@@ -77,6 +77,10 @@ def combine(stats):
             hi: max(s[hi] for s in stats), "runs": len(stats)}
 
 
+def fmt_peak(gflops):
+    return f"{gflops:.0f} GFLOP/s" if gflops else "not available on this CPU"
+
+
 def svg_bars(path, title, groups, series, unit):
     """groups: [(label, {series: value or None})]; drawn by bin/halformer_chart, the
     one chart writer (common/include/halformer/chart.hpp)."""
@@ -115,7 +119,8 @@ def main():
 
     log("machine limits: FMA peak, bandwidth")
     limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "5"])
-    peak = limits["fma_peak_gflops"]["avx512"]
+    # The widest ISA this CPU has (an ISA it lacks is null in bench_limits' output).
+    peak = limits["fma_peak_gflops"]["avx512"] or limits["fma_peak_gflops"]["avx2"]
     bw = max(limits["bandwidth_gbps"].values())
 
     rounds = 1 if a.quick else 2
@@ -230,8 +235,8 @@ def write_report(a, res, peak, bw):
          "shared and noisy.", "",
          "## Machine limits", "",
          "| limit | value |", "|---|---|",
-         f"| FP32 FMA peak, AVX-512 | {lim['fma_peak_gflops']['avx512']:.0f} GFLOP/s |",
-         f"| FP32 FMA peak, AVX2 | {lim['fma_peak_gflops']['avx2']:.0f} GFLOP/s |",
+         f"| FP32 FMA peak, AVX-512 | {fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
+         f"| FP32 FMA peak, AVX2 | {fmt_peak(lim['fma_peak_gflops']['avx2'])} |",
          f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
          f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |", "",
          "## Kernels", "",

@@ -62,6 +62,9 @@ __attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
 } // namespace
 
 double fma_peak_gflops(const std::string& isa, int threads) {
+  // Only what this CPU can run: AVX-512 code on an AVX2-only CPU dies of SIGILL.
+  if (isa == "avx512" ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma"))
+    return 0;
   if (threads <= 0)
     threads = int(std::max(1u, std::thread::hardware_concurrency()));
   const bool wide = isa == "avx512";
