@@ -227,7 +227,7 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   for (const plan& p : encoder_)
     run(p);
   if (encoder_output_.empty()) // no final norm: the memory is the last layer's output
-    copy(acts_.at("encoder.x").cropped(1, 0, src_).cropped(2, 0, rows_), memory());
+    copy(encoder_x_->cropped(1, 0, src_).cropped(2, 0, rows_), memory());
   else
     run(encoder_output_);
 }
@@ -237,7 +237,7 @@ void executor::expand(int k) {
     return;
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
-  fbuffer& m = acts_.at("decoder.memory");
+  fbuffer& m = *memory_;
   download(m);
   const std::size_t row = std::size_t(config_.d_model) * src_;
   for (int r = rows_ - 1; r >= 0; --r)
@@ -269,7 +269,7 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   for (const plan& p : decoder_)
     run(p);
   run(decoder_output_);
-  fbuffer lv = acts_.at("decoder.logits").cropped(1, 0, t_).cropped(2, 0, rows_);
+  fbuffer lv = logits_->cropped(1, 0, t_).cropped(2, 0, rows_);
   if (logits_to_host)
     download(lv);
   return lv;
@@ -277,7 +277,7 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
 
 fbuffer executor::log_probs() {
   run(log_probs_);
-  fbuffer pv = acts_.at("decoder.log_probs").cropped(1, 0, t_).cropped(2, 0, rows_);
+  fbuffer pv = log_probs_out_->cropped(1, 0, t_).cropped(2, 0, rows_);
   download(pv);
   return pv;
 }
@@ -319,7 +319,7 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
 }
 
 // The decoder layers read the encoder output as the activation "memory".
-fbuffer executor::memory() const { return acts_.at("decoder.memory").cropped(1, 0, src_).cropped(2, 0, rows_); }
+fbuffer executor::memory() const { return memory_->cropped(1, 0, src_).cropped(2, 0, rows_); }
 fbuffer executor::memory_on_host() {
   fbuffer m = memory();
   download(m);

@@ -128,6 +128,9 @@ private:
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
   plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, log_probs_, pick_;
   std::map<std::string, fbuffer> acts_;
+  // The activations the phases hand over, looked up once at binding (a decode step
+  // looks nothing up by name).
+  fbuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *log_probs_out_ = nullptr;
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::vector<std::string> caches_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;

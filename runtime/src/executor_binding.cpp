@@ -69,6 +69,14 @@ void executor::bind_top(const layer_descriptions& layers) {
   decoder_output_ = bind(layers.decoder_output, top_weights_, "decoder output", true);
   log_probs_ = bind(layers.log_probs, top_weights_, "log-probabilities", true);
   pick_ = bind(layers.pick, top_weights_, "greedy pick", true);
+  const auto handed_over = [&](const std::string& key) {
+    auto a = acts_.find(key);
+    if (a == acts_.end())
+      throw error("the model description has no activation '" + key + "'");
+    return &a->second;
+  };
+  encoder_x_ = handed_over("encoder.x"), memory_ = handed_over("decoder.memory");
+  logits_ = handed_over("decoder.logits"), log_probs_out_ = handed_over("decoder.log_probs");
 }
 
 fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, bool cache) {
