@@ -1,5 +1,7 @@
 #include "database.hpp"
 
+#include "halformer/shape_buckets.hpp"
+
 #include "halformer/error.hpp"
 
 #include <filesystem>
@@ -102,15 +104,10 @@ std::optional<record> database::best(const std::string& kernel, const std::strin
   return best ? std::optional<record>(*best) : std::nullopt;
 }
 
-const std::vector<std::string>& bucket_names() {
-  static const std::vector<std::string> names{"prefill", "decode", "decode1"};
-  return names;
-}
-
 std::string bucket_of(const std::string& shape) {
   const auto v = shape_values(shape);
   const int t = v.count("t") ? v.at("t") : 1, batch = v.count("batch") ? v.at("batch") : 1;
-  return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode";
+  return halformer::bucket_of(t, batch);
 }
 
 std::map<std::string, int> shape_values(const std::string& shape) {

@@ -69,11 +69,9 @@ template <class Usable> const record* pick_tuned(const std::vector<record>& reco
   return best;
 }
 
-// Shape buckets: the regimes a kernel library holds a separately tuned variant
-// for, by the token rows t and the batch: "prefill" (t > 1), "decode" (t = 1)
-// and "decode1" (t = 1, batch = 1: a matrix-vector product for the GEMMs).
+// The shape bucket (halformer/shape_buckets.hpp) of a canonical shape, by its t and
+// batch (1 where the shape has none).
 std::string bucket_of(const std::string& shape);
-const std::vector<std::string>& bucket_names(); // prefill, decode, decode1
 
 // A canonical shape's values by name ("batch=8,t=128" -> {batch: 8, t: 128}).
 std::map<std::string, int> shape_values(const std::string& shape);

@@ -4,7 +4,6 @@
 #include "tuner.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 

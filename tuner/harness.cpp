@@ -24,10 +24,7 @@
 #include <HalideRuntime.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <stdexcept>
 
 extern "C" {

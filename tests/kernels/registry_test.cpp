@@ -4,6 +4,7 @@
 // row matches the reference. A kernel added to the DSL and the library without a
 // problem fails here, before any benchmark or tuner could measure it.
 #include "halformer/problems.hpp"
+#include "halformer/shape_buckets.hpp"
 #include "support.hpp"
 
 #include <set>
@@ -41,10 +42,6 @@ void to_host(problems::call_set& c) {
     back(b);
 }
 
-std::string bucket_of(problems::shape_args s) {
-  const int t = s.v.at("t"), batch = s.v.at("batch");
-  return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode";
-}
 } // namespace
 
 TEST_CASE("every library kernel matches its reference at its test shapes, bound by name", "[registry]") {
@@ -59,7 +56,7 @@ TEST_CASE("every library kernel matches its reference at its test shapes, bound 
     for (const auto& text : shapes) {
       INFO("shape " << text);
       auto shape = problems::parse_shape(text);
-      buckets.insert(bucket_of(shape));
+      buckets.insert(halformer::bucket_of(shape.v.at("t"), shape.v.at("batch")));
       auto p = problems::make_problem(k->name, shape);
       p.bind(*k); // names, kinds, types and ranks against the compiled metadata
       auto c = p.make();

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "halformer/schedules/knobs.hpp"
+#include "halformer/shape_buckets.hpp"
 
 #include <Halide.h>
 
@@ -27,21 +28,9 @@
 
 namespace halformer::schedules {
 
-inline const std::array<std::string, 3>& bucket_names() {
-  static const std::array<std::string, 3> names{"prefill", "decode", "decode1"};
-  return names;
-}
-
-// The bucket of a call whose output has `t` tokens and `batch` rows.
-inline std::string bucket_of(int t, int batch) { return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode"; }
-
-// The buckets whose knob set a bucket without its own takes, nearest regime first.
-inline const std::vector<std::string>& nearest_buckets(const std::string& bucket) {
-  static const std::map<std::string, std::vector<std::string>> order{{"prefill", {"prefill", "decode", "decode1"}},
-                                                                     {"decode", {"decode", "prefill", "decode1"}},
-                                                                     {"decode1", {"decode1", "decode", "prefill"}}};
-  return order.at(bucket);
-}
+using halformer::bucket_names;
+using halformer::bucket_of;
+using halformer::nearest_buckets;
 
 // The condition under which a call of extents (t, batch) is in `bucket`.
 inline Halide::Expr bucket_condition(const std::string& bucket, const Halide::Expr& t, const Halide::Expr& batch) {

@@ -7,6 +7,7 @@
 // (knob_spaces.json) and the build uses them to check values.
 #pragma once
 
+#include "halformer/schedule_revisions.hpp"
 #include "halformer/schedules/cpu/attention.hpp"
 #include "halformer/schedules/cpu/embedding.hpp"
 #include "halformer/schedules/cpu/ffn.hpp"
@@ -15,7 +16,6 @@
 #include "halformer/schedules/gpu/attention.hpp"
 #include "halformer/schedules/gpu/projections.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
-#include "halformer/schedule_revisions.hpp"
 
 #include <type_traits>
 #include <utility>

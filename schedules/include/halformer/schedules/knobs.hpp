@@ -7,6 +7,8 @@
 // unknown knob or a missing one is a build error naming it.
 #pragma once
 
+#include "halformer/shape_buckets.hpp"
+
 #include <Halide.h>
 #include <nlohmann/json.hpp>
 
@@ -125,24 +127,6 @@ inline void read_section(const nlohmann::json& section, const std::string& where
 }
 } // namespace detail
 
-// Values for knob section `section` on `target`: the knob file's section for the
-// target's ISA class, then the overrides.
-inline knob_values load_knobs(const std::string& section, const std::vector<knob_decl>& decls,
-                              const Halide::Target& target, const std::string& knob_file,
-                              const std::string& overrides) {
-  std::map<std::string, int> values;
-  if (!knob_file.empty()) {
-    const nlohmann::json j = detail::read_knob_file(knob_file);
-    const std::string isa = isa_class(target);
-    if (!j.contains(section) || !j[section].contains(isa))
-      throw std::runtime_error("knob file '" + knob_file + "' has no section " + section + "." + isa);
-    detail::read_section(j[section][isa], knob_file + ": " + section + "." + isa, values);
-  }
-  for (const auto& [k, v] : parse_overrides(overrides))
-    values[k] = v;
-  return knob_values(section, decls, values);
-}
-
 // A kernel's knob sets: the section's (`general`) and, where the knob file has
 // them, one per shape bucket (_buckets.<kernel>.<bucket>.<isa>, or .any for every
 // ISA without its own: values that replace the section's; buckets.hpp makes each
@@ -155,18 +139,28 @@ struct kernel_knobs {
 inline kernel_knobs load_kernel_knobs(const std::string& kernel, const std::string& section,
                                       const std::vector<knob_decl>& decls, const Halide::Target& target,
                                       const std::string& knob_file, const std::string& overrides) {
-  kernel_knobs k{load_knobs(section, decls, target, knob_file, overrides), {}};
+  // The section's values for the target's ISA class, then the overrides.
+  const std::string isa = isa_class(target);
+  std::map<std::string, int> values;
+  nlohmann::json j;
+  if (!knob_file.empty()) {
+    j = detail::read_knob_file(knob_file);
+    if (!j.contains(section) || !j[section].contains(isa))
+      throw std::runtime_error("knob file '" + knob_file + "' has no section " + section + "." + isa);
+    detail::read_section(j[section][isa], knob_file + ": " + section + "." + isa, values);
+  }
+  for (const auto& [name, v] : parse_overrides(overrides))
+    values[name] = v;
+  kernel_knobs k{knob_values(section, decls, values), {}};
   if (knob_file.empty() || !overrides.empty())
     return k;
-  const nlohmann::json j = detail::read_knob_file(knob_file);
-  const std::string isa = isa_class(target);
   const nlohmann::json::json_pointer buckets("/_buckets/" + kernel);
   if (!j.contains(buckets))
     return k;
   for (const auto& [bucket, isas] : j[buckets].items()) {
     if (bucket.rfind("_", 0) == 0)
       continue; // comments
-    if (bucket != "prefill" && bucket != "decode" && bucket != "decode1")
+    if (std::find(bucket_names().begin(), bucket_names().end(), bucket) == bucket_names().end())
       throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket +
                                " is not a shape bucket (prefill, decode, decode1)");
     const std::string key = isas.contains(isa) ? isa : "any"; // "any": every ISA without its own set
