@@ -54,10 +54,12 @@ std::string join(const sentence& s) {
   return out;
 }
 
-int run(const std::string& dir, const load_options& lo, const decode_options& o, const std::string& input, int batch) {
+int run(const std::string& dir, const load_options& lo, const decode_options& o, const std::string& input, int batch,
+        bool profile) {
   Model model = Model::load(dir, lo);
   for (const auto& w : model.warnings())
     fmt::print(stderr, "halformer: warning: {}\n", w);
+  model.set_profiling(profile);
   std::ifstream file;
   if (!input.empty()) {
     file.open(input);
@@ -108,6 +110,8 @@ int run(const std::string& dir, const load_options& lo, const decode_options& o,
       throw error(fmt::format("input lines {}-{}: {}", first_line, line_no, e.what()));
     }
   }
+  if (profile)
+    fmt::print(stderr, "profile (kernel ISA {}):\n{}", halformer_active_isa(), model.profile().table());
   return 0;
 }
 
@@ -146,6 +150,7 @@ struct options {
   decode_options o;
   std::string dir, input, src, tgt, out_logits, out_memory;
   int batch = 32;
+  bool profile = false;
   tuner::tune_options to;
   cli::tune_request tr;
   tuner::build_lib_options bo;
@@ -172,6 +177,7 @@ CLI::App* add_run(CLI::App& app, options& p) {
   run_cmd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
   run_cmd->add_option("--device", lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
+  run_cmd->add_flag("--profile", p.profile, "print each kernel's time per phase and the host's work to stderr");
 
   return run_cmd;
 }
@@ -321,7 +327,7 @@ int main(int argc, char** argv) {
     p.lo.max_batch = std::max(p.batch * p.o.beam, 1);
     p.lo.max_target_length = std::max(p.o.max_len, 1);
     if (*run_cmd)
-      return run(p.dir, p.lo, p.o, p.input, p.batch);
+      return run(p.dir, p.lo, p.o, p.input, p.batch, p.profile);
     if (*fwd)
       return forward(p.dir, p.lo, p.src, p.tgt, p.out_logits, p.out_memory);
     if (*tune_cmd)

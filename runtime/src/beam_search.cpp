@@ -28,9 +28,13 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
                  const decode_options& o, const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done) {
   const int n = ids.dim(1).extent(), K = o.beam, rows = n * K, V = c.tgt_vocab;
   e.reserve(rows, ids.dim(0).extent(), o.max_len + 1);
-  e.encode(ids, lengths);
-  e.expand(K);
-  e.project_memory();
+  {
+    phase_timer timed(e.profiling(), phase::encode);
+    e.encode(ids, lengths);
+    e.expand(K);
+    e.project_memory();
+  }
+  phase_timer timed(e.profiling(), phase::decode);
 
   std::vector<beam> live(rows), next(rows);
   for (auto* set : {&live, &next})
@@ -62,6 +66,8 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   int remaining = n;
   if (K == 1) { // greedy: the kernels pick each row's token; only ids and log-probabilities come back
     for (int step = 0; step < o.max_len && remaining > 0; ++step) {
+      if (e.profiling())
+        e.profiling()->count_step();
       for (int r = 0; r < rows; ++r)
         step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
       e.decode(step_ids, step, false);
@@ -92,6 +98,8 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
     return;
   }
   for (int step = 0; step < o.max_len && remaining > 0; ++step) {
+    if (e.profiling())
+      e.profiling()->count_step();
     for (int r = 0; r < rows; ++r)
       step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
     e.decode(step_ids, step, false); // only the log-probabilities come to the host

@@ -179,7 +179,7 @@ void executor::check(int rc, const char* kernel) const {
                 "): " + halformer_last_error());
 }
 
-void executor::run(const plan& p) {
+void executor::run(const plan& p, phase ph) {
   for (const step& s : p) {
     std::array<fbuffer, max_step_args> bufs;
     std::array<scalar_value, max_step_args> scalars;
@@ -200,7 +200,10 @@ void executor::run(const plan& p) {
         args[i] = bufs[i].raw_buffer();
       }
     }
+    const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
     const int rc = s.call(args.data());
+    if (profiler_)
+      profiler_->add(ph, s.call.name(), profiler::since(t0));
     if (iface_)
       for (std::size_t i = 0; i < s.args.size(); ++i)
         if (s.args[i].kind == role::picked)
@@ -223,13 +226,13 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty(); // a host buffer: its contents go up
-  run(encoder_input_);
+  run(encoder_input_, phase::encode);
   for (const plan& p : encoder_)
-    run(p);
+    run(p, phase::encode);
   if (encoder_output_.empty()) // no final norm: the memory is the last layer's output
     copy(encoder_x_->cropped(1, 0, src_).cropped(2, 0, rows_), memory());
   else
-    run(encoder_output_);
+    run(encoder_output_, phase::encode);
 }
 
 void executor::expand(int k) {
@@ -251,7 +254,7 @@ void executor::expand(int k) {
   upload(src_lengths_);
 }
 
-void executor::project_memory() { run(cross_); }
+void executor::project_memory() { run(cross_, phase::encode); }
 
 fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   t_ = ids.dim(0).extent(), pos_ = pos;
@@ -265,10 +268,10 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty();
-  run(decoder_input_);
+  run(decoder_input_, phase::decode);
   for (const plan& p : decoder_)
-    run(p);
-  run(decoder_output_);
+    run(p, phase::decode);
+  run(decoder_output_, phase::decode);
   fbuffer lv = logits_->cropped(1, 0, t_).cropped(2, 0, rows_);
   if (logits_to_host)
     download(lv);
@@ -276,7 +279,7 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
 }
 
 fbuffer executor::log_probs() {
-  run(log_probs_);
+  run(log_probs_, phase::decode);
   fbuffer pv = log_probs_out_->cropped(1, 0, t_).cropped(2, 0, rows_);
   download(pv);
   return pv;
@@ -285,7 +288,7 @@ fbuffer executor::log_probs() {
 void executor::pick(const int*& ids, const float*& log_probs) {
   if (t_ != 1)
     throw error("pick: the last decode() ran " + std::to_string(t_) + " positions; greedy steps run one");
-  run(pick_);
+  run(pick_, phase::decode);
   ibuffer iv = pick_ids_.cropped(1, 0, rows_);
   fbuffer pv = pick_lp_.cropped(1, 0, rows_);
   download(iv);
@@ -294,6 +297,15 @@ void executor::pick(const int*& ids, const float*& log_probs) {
 }
 
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
+  const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
+  struct record {
+    const executor& e;
+    profiler::clock::time_point t0;
+    ~record() {
+      if (e.profiler_)
+        e.profiler_->add(phase::decode, "reorder_caches", profiler::since(t0));
+    }
+  } timed{*this, t0};
   if (iface_) { // row copies on the device, through the scratch buffer
     for (const std::string& key : caches_) {
       fbuffer& c = acts_.at(key);

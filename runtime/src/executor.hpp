@@ -14,6 +14,7 @@
 
 #include "devices.hpp"
 #include "halformer/dsl/layers.hpp"
+#include "profiler.hpp"
 #include "weights.hpp"
 
 #include <array>
@@ -68,6 +69,11 @@ public:
   // Row r of every self-attention cache becomes row parent[r] (positions < len).
   void reorder_caches(const std::vector<int>& parent, int len);
 
+  // Kernel times go to `p` (null: not profiled). On a GPU a kernel's time is its
+  // launch's unless the device API synchronizes.
+  void set_profiler(profiler* p) { profiler_ = p; }
+  profiler* profiling() const { return profiler_; }
+
   fbuffer memory() const;   // (d_model, src_len, rows), where the kernels keep it
   fbuffer memory_on_host(); // the same, copied to the host first on a GPU
   int rows() const { return rows_; }
@@ -106,7 +112,7 @@ private:
   void bind_top(const layer_descriptions& layers);
   operand bind_operand(const dsl::layers::flat_operand& o, const layer_tensors& weights, const std::string& scope,
                        bool decoder);
-  void run(const plan& p);
+  void run(const plan& p, phase ph);
   scalar_value scalar(const operand& o) const;
   fbuffer view(const operand& o) const;
   bool staged(const operand& o) const;
@@ -140,6 +146,7 @@ private:
   fbuffer scratch_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;
+  profiler* profiler_ = nullptr;
   // The current call's extents.
   int rows_ = 0, src_ = 0, t_ = 0, pos_ = 0;
 };

@@ -24,6 +24,7 @@ struct Model::impl {
   int position = 0; // next decode_step's position
   ibuffer step_ids; // (1, rows), sized by begin()
   halformer::device device = halformer::device::cpu;
+  std::unique_ptr<profiler> prof; // while profiling
 };
 
 namespace {
@@ -260,6 +261,15 @@ Model::translate(const std::vector<sentence>& sources, const decode_options& o,
     });
   }
   return results;
+}
+
+void Model::set_profiling(bool on) {
+  impl_->prof = on ? std::make_unique<profiler>() : nullptr;
+  impl_->exec->set_profiler(impl_->prof.get());
+}
+const run_profile& Model::profile() const {
+  static const run_profile none;
+  return impl_->prof ? impl_->prof->profile() : none;
 }
 
 std::string Model::kernel_info() {

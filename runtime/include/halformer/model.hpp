@@ -5,6 +5,7 @@
 
 #include "halformer/config.hpp"
 #include "halformer/error.hpp"
+#include "halformer/profile.hpp"
 
 #include <functional>
 #include <memory>
@@ -74,6 +75,11 @@ public:
   // if non-null, the encoder output [batch][src_len][d_model].
   void forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
                std::vector<float>* memory = nullptr);
+
+  // Profiling, off by default: translate() records every kernel's time per phase
+  // and the host's work between them. Turning it on starts a new profile.
+  void set_profiling(bool on);
+  const run_profile& profile() const;
 
   // The kernels' ISA and the schedules compiled in.
   static std::string kernel_info();

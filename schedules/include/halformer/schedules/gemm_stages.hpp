@@ -20,6 +20,7 @@ struct gemm_stage {
   Halide::Var batch;            // outermost
   std::vector<Halide::RVar> r;  // reduction, innermost first
   Halide::Expr o_extent, t_extent, batch_extent;
+  Halide::Expr mid_extent = 1; // the product of mid's extents
 };
 
 // q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
@@ -36,7 +37,8 @@ inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
                   {ctx.rdom(stage).x},
                   ctx.extent("d_k"),
                   ctx.extent("t"),
-                  ctx.extent("batch")});
+                  ctx.extent("batch"),
+                  ctx.extent("heads")});
   return gs;
 }
 

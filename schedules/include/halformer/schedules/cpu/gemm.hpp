@@ -8,9 +8,9 @@
 // Register budget: AVX-512 has 32 zmm: 3 x 8 = 24 accumulators + 3 weight vectors +
 // 1 broadcast = 28. AVX2 and SSE4.1 have 16: 3 x 4 = 12 + 3 + 1 = 16.
 //
-// Shapes that cannot fill one register tile (features < vectors x lanes, or fewer
-// rows than `rows`) take a predicated fallback; decode steps (t == 1) block over the
-// batch instead of t.
+// Decode steps (t == 1) stream the weights instead (schedule_decode_acc below);
+// prefill shapes that cannot fill one register tile (features < vectors x lanes,
+// or fewer rows than `rows`) take a predicated fallback.
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
@@ -26,109 +26,103 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"row_tiles_per_task", {1, 2, 4, 8, 16, 32}, "row tiles per parallel task (weight panel reuse)"},
       {"gemv_cols",
        {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384},
-       "decode GEMV: features per task (heads: gemv_cols / d_k heads)"},
-      {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode GEMV: weight rows per register chunk"},
-      {"gemv_vectors", {1, 2, 4, 8}, "decode GEMV: accumulator vectors per register tile"},
+       "decode: at most this many features per task (heads: gemv_cols / d_k heads)"},
+      {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode: weight rows per chunk, streamed side by side"},
+      {"gemv_vectors", {1, 2, 3, 4, 8}, "decode: accumulator vectors per register tile"},
+      {"gemv_min_tasks", {1, 2, 4, 8, 16, 32}, "decode: at least this many tasks where the width allows"},
   };
 }
 
-// The decode GEMV's reduction: the `by_gemv` specialisation of g.acc's update,
-// computed at the output's column-block tasks. It is bound by streaming the
-// weights, whose rows (one reduction index each) are contiguous over the
-// features: per chunk of `gemv_k` rows and tile of `gemv_vectors` vectors, the
-// tile's accumulators stay in registers while the chunk's rows stream in side by
-// side, gemv_cols features long each. Wide blocks and short chunks give the
-// prefetchers long runs: logits at one row (32000 x 512) 2.9 -> 2.3 ms with 16384
-// features per task and 4-row chunks instead of 512 and 16 (2 threads, AVX-512,
-// weights from memory, interleaved; the machine streams ~32 GB/s).
-// Every output still sums its rows in order, as the blocked branches do, so a
-// row's result is bitwise the same whichever branch (batch size) computes it.
-// (A split-K variant, slices of rows summed by separate tasks, measured no faster
-// at 512 x 512 and would break that.) The gemv_* knobs belong to this branch
-// alone: each decode variant takes them from its bucket's tuned record
-// (export_knobs.cpp).
-inline void schedule_gemv(gemm_stage g, const Halide::Expr& by_gemv, int vec, const knob_values& k,
-                          const bucket_scope& in) {
+// Decode steps (t == 1) are bound by streaming the weights, whose rows (one
+// reduction index each) are contiguous over the output features. A register tile
+// that walked the whole reduction would read a few dozen bytes of every row in
+// turn: hundreds of interleaved streams that defeat the prefetchers and the TLB
+// (6 GB/s of ~20 on a Zen 2 at batch 8). So the reduction is cut into chunks of
+// `gemv_k` rows; a task streams each chunk's rows side by side across its whole
+// column block (long runs the prefetchers follow), and for each tile of
+// `gemv_vectors` vectors the chunk (gemv_k x tile floats, in L1) is applied to
+// every batch row in turn, the row's accumulators held in registers over the
+// chunk and kept in the task's accumulator block (L1/L2) between chunks. One row
+// per tile keeps the tile's addresses a constant apart, which is what lets the
+// compiler hold them in registers (several rows would sit a runtime stride apart
+// and be reloaded every step). Per weight row: gemv_vectors loads + 1 broadcast
+// for gemv_vectors FMAs, so batches up to ~2 x the vector width stay
+// bandwidth-bound. Register budget: 3 accumulators + 3 weights + 1 broadcast.
+// Every output still sums its rows in order, as the blocked branch does, and the
+// same code runs at every batch size: a row's result is bitwise the same in any
+// batch. The gemv_* knobs belong to this branch alone.
+inline void schedule_decode_acc(gemm_stage g, const Halide::Expr& cond, int vec, const knob_values& k,
+                                const bucket_scope& in) {
   using namespace Halide;
   RVar ko("ko"), ki("ki");
   Var ot("ot"), ov("ov");
-  in(g.acc).specialize(by_gemv).vectorize(g.o, vec, TailStrategy::GuardWithIf);
-  Stage u = in.update(g.acc).specialize(by_gemv);
-  // Chunks of the innermost reduction dim (out_projection: d_k within a head).
+  in(g.acc).specialize(cond).vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  Stage u = in.update(g.acc).specialize(cond);
   u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf)
       .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
-  std::vector<VarOrRVar> order{ov, ki, ot};
+  std::vector<VarOrRVar> order{ov, ki, g.batch, ot};
   order.insert(order.end(), g.mid.begin(), g.mid.end());
   order.push_back(g.t);
-  order.push_back(g.batch);
   order.push_back(ko);
   order.insert(order.end(), g.r.begin() + 1, g.r.end());
   u.reorder(order).vectorize(ov, vec).unroll(ov);
 }
 
 namespace detail {
-// Dims outside the register tile that join the parallel task loop. When tiling
-// over the batch (t == 1), t stays a serial loop of extent 1: fusing it would make
-// bounds inference divide by the task count and lose its exact bounds.
-inline std::vector<Halide::Var> fused_outer(const gemm_stage& g, const Halide::Var& row) {
-  std::vector<Halide::Var> dims = g.mid;
-  if (row.name() != g.batch.name())
-    dims.push_back(g.batch);
-  return dims;
-}
-
-// One register-blocked branch tiling (o, row). A task owns `tiles_per_task` column
-// tiles x `row_tiles_per_task` row tiles; its loop over row tiles (rr) sits outside
-// the loop over column tiles (oo), so the task's weight panel (group x tile_o x K
-// floats) is reused from L2 by every row tile, and each row tile's inputs from L1
-// by every column tile.
-inline void schedule_blocked(const gemm_stage& g, Halide::Stage s, const Halide::Var& row, int vec,
-                             const knob_values& k) {
+// One register-blocked branch tiling (o, t) for prefill. A task owns
+// `tiles_per_task` column tiles x `row_tiles_per_task` row tiles; its loop over row
+// tiles (rr) sits outside the loop over column tiles (oo), so the task's weight
+// panel (group x tile_o x K floats) is reused from L2 by every row tile, and each
+// row tile's inputs from L1 by every column tile. The dims outside the tile (heads,
+// batch) join the parallel task loop.
+inline void schedule_blocked(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
   using namespace Halide;
   Var oc("oc"), oi("oi"), oo("oo"), og("og"), ro("ro"), ri("ri"), rr("rr"), rg("rg"), task("task");
   std::vector<VarOrRVar> order{oi, ri, oo, rr, og, rg};
-  for (const Var& d : fused_outer(g, row))
-    order.push_back(d);
-  if (row.name() == g.batch.name())
-    order.push_back(g.t);
+  std::vector<Var> outer = g.mid;
+  outer.push_back(g.batch);
+  order.insert(order.end(), outer.begin(), outer.end());
   s.split(g.o, oc, oi, k["vectors"] * vec, TailStrategy::ShiftInwards)
       .split(oc, og, oo, k["tiles_per_task"], TailStrategy::GuardWithIf)
-      .split(row, ro, ri, k["rows"], TailStrategy::ShiftInwards)
+      .split(g.t, ro, ri, k["rows"], TailStrategy::ShiftInwards)
       .split(ro, rg, rr, k["row_tiles_per_task"], TailStrategy::GuardWithIf)
       .reorder(order)
       .vectorize(oi, vec)
       .unroll(oi)
       .unroll(ri)
       .fuse(og, rg, task);
-  for (const Var& d : fused_outer(g, row))
+  for (const Var& d : outer)
     s.fuse(task, d, task);
   s.parallel(task);
 }
-inline void schedule_blocked_acc(const gemm_stage& g, Halide::Stage pure, Halide::Stage update, const Halide::Var& row,
-                                 int vec) {
-  pure.vectorize(g.o, vec).unroll(g.o).unroll(row);
-  std::vector<Halide::VarOrRVar> order{g.o, row};
+inline void schedule_blocked_acc(const gemm_stage& g, Halide::Stage pure, Halide::Stage update, int vec) {
+  pure.vectorize(g.o, vec).unroll(g.o).unroll(g.t);
+  std::vector<Halide::VarOrRVar> order{g.o, g.t};
   for (const auto& r : g.r)
     order.push_back(r);
-  update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(row);
+  update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(g.t);
 }
 
-// Decode steps with fewer rows than a register tile (t == 1, batch < rows): a
-// matrix-vector product, bound by streaming the weights (schedule_gemv() above). The
-// output's tasks own `gemv_cols` output features each (head projections:
-// gemv_cols / d_k heads, whose weights are contiguous; d_k is the call's, so the
-// task size in features holds for any head width).
-inline void schedule_gemv_output(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
+// Decode steps: the output's tasks own column blocks of at most `gemv_cols`
+// features, and at least `gemv_min_tasks` of them where the width allows, so
+// that a d_model-wide output still keeps every core streaming (head projections:
+// groups of whole heads, whose weights are contiguous; d_k is the call's).
+inline void schedule_decode_output(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
   using namespace Halide;
   Var oo("oo"), oi("oi"), hi("hi");
-  const int cols = k["gemv_cols"];
-  if (g.mid.empty())
+  const int tile = vec * k["gemv_vectors"], tasks = k["gemv_min_tasks"];
+  if (g.mid.empty()) {
+    const Expr even = (g.o_extent + tasks * tile - 1) / (tasks * tile) * tile;
+    const Expr cols = Halide::min(k["gemv_cols"], Halide::max(tile, even));
     s.split(g.o, oo, oi, cols, TailStrategy::GuardWithIf).reorder(oi, g.t, g.batch, oo).vectorize(oi, vec).parallel(oo);
-  else // mid = {heads}: tasks over groups of heads ("oo", the accumulator's level)
-    s.split(g.mid[0], oo, hi, Halide::max(1, cols / g.o_extent), TailStrategy::GuardWithIf)
+  } else { // mid = {heads}: tasks over groups of heads ("oo", the accumulator's level)
+    const Expr even = (g.mid_extent + tasks - 1) / tasks;
+    const Expr group = Halide::max(1, Halide::min(Halide::max(1, k["gemv_cols"] / g.o_extent), even));
+    s.split(g.mid[0], oo, hi, group, TailStrategy::GuardWithIf)
         .reorder(g.o, g.t, hi, g.batch, oo)
         .vectorize(g.o, vec, TailStrategy::GuardWithIf)
         .parallel(oo);
+  }
 }
 
 // Fallback: one predicated vector per step, parallel over column groups and rows.
@@ -150,26 +144,24 @@ inline void schedule_fallback(const gemm_stage& g, Halide::Stage s, int vec, con
 }
 } // namespace detail
 
-// The GEMM's branches by shape: blocked over t (prefill), blocked over the batch
-// (decode, batch >= rows), the GEMV (decode, fewer rows), else the fallback; the
-// accumulator is computed per output task ("oo") in each.
+// The GEMM's branches by shape: blocked over t (prefill), the decode step
+// (t == 1, any batch), else the fallback; the accumulator is computed per output
+// task ("oo") in each.
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
-  const int vec = target.natural_vector_size<float>(), rows = k["rows"];
-  const Expr full_cols = g.o_extent >= k["vectors"] * vec;
-  const Expr by_t = full_cols && g.t_extent >= rows;
-  const Expr by_batch = full_cols && g.t_extent == 1 && g.batch_extent >= rows;
-  const Expr by_gemv = g.t_extent == 1 && g.batch_extent < rows;
+  const int vec = target.natural_vector_size<float>();
+  // t > 1: a decode step takes the decode branch even when `rows` is 1 (the
+  // branches are then disjoint, and Halide drops the infeasible ones).
+  const Expr by_t = g.o_extent >= k["vectors"] * vec && g.t_extent >= k["rows"] && g.t_extent > 1;
+  const Expr decode = g.t_extent == 1;
 
-  detail::schedule_blocked(g, in(g.out).specialize(by_t), g.t, vec, k);
-  detail::schedule_blocked(g, in(g.out).specialize(by_batch), g.batch, vec, k);
-  detail::schedule_gemv_output(g, in(g.out).specialize(by_gemv), vec, k);
+  detail::schedule_blocked(g, in(g.out).specialize(by_t), vec, k);
+  detail::schedule_decode_output(g, in(g.out).specialize(decode), vec, k);
   detail::schedule_fallback(g, in(g.out), vec, k);
 
   g.acc.compute_at(g.out, Var("oo"));
-  detail::schedule_blocked_acc(g, in(g.acc).specialize(by_t), in.update(g.acc).specialize(by_t), g.t, vec);
-  detail::schedule_blocked_acc(g, in(g.acc).specialize(by_batch), in.update(g.acc).specialize(by_batch), g.batch, vec);
-  schedule_gemv(g, by_gemv, vec, k, in);
+  detail::schedule_blocked_acc(g, in(g.acc).specialize(by_t), in.update(g.acc).specialize(by_t), vec);
+  schedule_decode_acc(g, decode, vec, k, in);
   in(g.acc).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   std::vector<VarOrRVar> order{g.o};
   for (const auto& r : g.r)
