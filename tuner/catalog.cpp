@@ -7,6 +7,7 @@
 
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
+#include "halformer/knob_value.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -134,7 +135,7 @@ knob_set default_knobs(const toolchain& t, const std::string& section, const std
   knob_set k;
   for (const auto& [name, v] : j[section][isa].items())
     if (name[0] != '_')
-      k[name] = v.get<int>();
+      k[name] = knob_value(v, file + ": " + section + "." + isa + "." + name);
   return k;
 }
 

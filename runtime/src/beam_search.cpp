@@ -22,152 +22,212 @@ struct candidate {
     return token < o.token;
   }
 };
+
+// The decode loop's state. Batch rows come in blocks of K (one per beam); block j
+// serves sentence block_[j]. Beams live_[s * K + b] are indexed by sentence, so
+// dropping a finished sentence's block from the batch moves no beam.
+class search {
+public:
+  using on_done_fn = std::function<void(std::size_t, std::vector<hypothesis>)>;
+  search(executor& e, const model_config& c, const decode_options& o, int n, const on_done_fn& on_done)
+      : e_(e), c_(c), o_(o), K_(o.beam), remaining_(n), live_(std::size_t(n) * K_), next_(live_.size()),
+        finished_(std::size_t(n)), done_(std::size_t(n), 0), block_(std::size_t(n)), parent_(live_.size()),
+        on_done_(on_done), ids_(1, n * K_) {
+    for (auto* set : {&live_, &next_})
+      for (auto& b : *set)
+        b.tokens.reserve(std::size_t(o.max_len));
+    for (int s = 0; s < n; ++s)
+      live_[std::size_t(s) * K_].alive = true, block_[std::size_t(s)] = s;
+    for (auto& f : finished_)
+      f.reserve(std::size_t(K_));
+    keep_.reserve(live_.size());
+    cands_.reserve(std::size_t(K_) * 2 * K_);
+    best_.reserve(2 * std::size_t(K_) + 1);
+  }
+
+  void run() {
+    for (int step = 0; step < o_.max_len && remaining_ > 0; ++step) {
+      if (e_.profiling())
+        e_.profiling()->count_step();
+      decode(step);
+      if (K_ == 1)
+        greedy_step(step);
+      else
+        beam_step(step);
+      if (remaining_ > 0)
+        drop_finished(step + 1);
+    }
+  }
+
+private:
+  int blocks() const { return e_.rows() / K_; }
+  double normalized(double score, int len) const { return score / std::pow(double(len), double(o_.length_penalty)); }
+
+  void decode(int step) {
+    for (int j = 0; j < blocks(); ++j)
+      for (int b = 0; b < K_; ++b) {
+        const beam& x = live_[std::size_t(block_[std::size_t(j)]) * K_ + b];
+        ids_(0, j * K_ + b) = step == 0 || x.tokens.empty() ? c_.bos_id : x.tokens.back();
+      }
+    e_.decode(ids_.cropped(1, 0, e_.rows()), step, false); // only ids or log-probabilities come back
+  }
+
+  void finish(int s) {
+    auto& f = finished_[std::size_t(s)];
+    std::stable_sort(f.begin(), f.end(), [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
+    if (int(f.size()) > o_.nbest)
+      f.resize(std::size_t(o_.nbest));
+    done_[std::size_t(s)] = 1;
+    --remaining_;
+    on_done_(std::size_t(s), std::move(f));
+  }
+
+  // Greedy: the kernels pick each row's token; only ids and log-probabilities come back.
+  void greedy_step(int step) {
+    const int* ids = nullptr;
+    const float* lps = nullptr;
+    e_.pick(ids, lps);
+    for (int j = 0; j < blocks(); ++j) {
+      const int s = block_[std::size_t(j)];
+      if (done_[std::size_t(s)])
+        continue;
+      beam& b = live_[std::size_t(s)];
+      const double score = b.score + double(lps[j]);
+      auto& f = finished_[std::size_t(s)];
+      if (ids[j] == c_.eos_id) {
+        hypothesis h{b.tokens, float(normalized(score, step + 1))};
+        h.tokens.push_back(ids[j]);
+        f.push_back(std::move(h));
+      } else {
+        b.tokens.push_back(ids[j]);
+        b.score = score;
+        if (step == o_.max_len - 1)
+          f.push_back({b.tokens, float(normalized(score, step + 1))});
+      }
+      if (!f.empty())
+        finish(s);
+    }
+  }
+
+  // Beam b's 2K best tokens (ties: lower id), by insertion into a short list.
+  void propose(const float* row, int b, double score) {
+    best_.clear();
+    for (int v = 0; v < c_.tgt_vocab; ++v) {
+      const candidate cand{score + double(row[v]), b, v};
+      if (int(best_.size()) == 2 * K_ && !(cand < best_.back()))
+        continue;
+      best_.insert(std::upper_bound(best_.begin(), best_.end(), cand), cand);
+      if (int(best_.size()) > 2 * K_)
+        best_.pop_back();
+    }
+    cands_.insert(cands_.end(), best_.begin(), best_.end());
+  }
+
+  void beam_step(int step) {
+    const fbuffer lp = e_.log_probs(); // (vocab, 1, rows)
+    for (int r = 0; r < e_.rows(); ++r)
+      parent_[std::size_t(r)] = r;
+    for (int j = 0; j < blocks(); ++j) {
+      const int s = block_[std::size_t(j)];
+      if (done_[std::size_t(s)])
+        continue;
+      cands_.clear();
+      for (int b = 0; b < K_; ++b)
+        if (live_[std::size_t(s) * K_ + b].alive)
+          propose(&lp(0, 0, j * K_ + b), b, live_[std::size_t(s) * K_ + b].score);
+      std::sort(cands_.begin(), cands_.end());
+      extend(s, j, step);
+    }
+    e_.reorder_caches(parent_, step + 1);
+  }
+
+  // Sentence s (rows of block j) takes the ranked candidates.
+  void extend(int s, int j, int step) {
+    const bool last = step == o_.max_len - 1;
+    auto& f = finished_[std::size_t(s)];
+    int extended = 0;
+    for (const candidate& cand : cands_) {
+      const beam& from = live_[std::size_t(s) * K_ + cand.beam];
+      if (cand.token == c_.eos_id) {
+        if (int(f.size()) < K_) {
+          hypothesis h{from.tokens, 0};
+          h.tokens.push_back(cand.token);
+          h.score = float(normalized(cand.score, step + 1));
+          f.push_back(std::move(h));
+        }
+      } else {
+        beam& to = next_[std::size_t(s) * K_ + extended];
+        to.tokens.assign(from.tokens.begin(), from.tokens.end());
+        to.tokens.push_back(cand.token);
+        to.score = cand.score, to.alive = true;
+        parent_[std::size_t(j) * K_ + extended] = j * K_ + cand.beam;
+        ++extended;
+      }
+      if (extended == K_)
+        break;
+    }
+    for (int b = extended; b < K_; ++b)
+      next_[std::size_t(s) * K_ + b].alive = false;
+    if (last)
+      for (int b = 0; b < extended && int(f.size()) < K_; ++b) {
+        const beam& x = next_[std::size_t(s) * K_ + b];
+        f.push_back({x.tokens, float(normalized(x.score, step + 1))});
+      }
+    for (int b = 0; b < K_; ++b)
+      std::swap(live_[std::size_t(s) * K_ + b], next_[std::size_t(s) * K_ + b]);
+    if (int(f.size()) >= K_ || extended == 0 || last)
+      finish(s);
+  }
+
+  // Finished sentences leave the batch once they are at least an eighth of it:
+  // later steps then cost only the live rows, and the rows' copies (their caches
+  // up to `len` positions and cross-attention keys and values) stay rare.
+  void drop_finished(int len) {
+    int dead = 0;
+    for (int j = 0; j < blocks(); ++j)
+      dead += done_[std::size_t(block_[std::size_t(j)])];
+    if (dead == 0 || dead * 8 < blocks())
+      return;
+    keep_.clear();
+    int kept = 0;
+    for (int j = 0; j < blocks(); ++j) {
+      const int s = block_[std::size_t(j)];
+      if (done_[std::size_t(s)])
+        continue;
+      for (int b = 0; b < K_; ++b)
+        keep_.push_back(j * K_ + b);
+      block_[std::size_t(kept++)] = s;
+    }
+    e_.keep_rows(keep_, len);
+  }
+
+  executor& e_;
+  const model_config& c_;
+  const decode_options& o_;
+  const int K_;
+  int remaining_;
+  std::vector<beam> live_, next_;
+  std::vector<std::vector<hypothesis>> finished_;
+  std::vector<char> done_;
+  std::vector<int> block_, parent_, keep_;
+  std::vector<candidate> cands_, best_;
+  const on_done_fn& on_done_;
+  ibuffer ids_;
+};
 } // namespace
 
 void beam_search(executor& e, const model_config& c, const ibuffer& ids, const ibuffer& lengths,
                  const decode_options& o, const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done) {
-  const int n = ids.dim(1).extent(), K = o.beam, rows = n * K, V = c.tgt_vocab;
-  e.reserve(rows, ids.dim(0).extent(), o.max_len + 1);
+  const int n = ids.dim(1).extent();
+  e.reserve(n * o.beam, ids.dim(0).extent(), o.max_len + 1);
   {
     phase_timer timed(e.profiling(), phase::encode);
     e.encode(ids, lengths);
-    e.expand(K);
+    e.expand(o.beam);
     e.project_memory();
   }
   phase_timer timed(e.profiling(), phase::decode);
-
-  std::vector<beam> live(rows), next(rows);
-  for (auto* set : {&live, &next})
-    for (auto& b : *set)
-      b.tokens.reserve(o.max_len);
-  for (int s = 0; s < n; ++s)
-    live[s * K].alive = true;
-  std::vector<std::vector<hypothesis>> finished(n);
-  for (auto& f : finished)
-    f.reserve(K);
-  std::vector<char> done(n, 0);
-  std::vector<int> parent(rows);
-  std::vector<candidate> cands, best;
-  cands.reserve(std::size_t(K) * 2 * K);
-  best.reserve(2 * K + 1);
-  ibuffer step_ids(1, rows);
-  const auto normalized = [&](double score, int len) {
-    return score / std::pow(double(len), double(o.length_penalty));
-  };
-  const auto finish = [&](int s) {
-    auto& f = finished[s];
-    std::stable_sort(f.begin(), f.end(), [](const hypothesis& a, const hypothesis& b) { return a.score > b.score; });
-    if (int(f.size()) > o.nbest)
-      f.resize(o.nbest);
-    done[s] = 1;
-    on_done(std::size_t(s), std::move(f));
-  };
-
-  int remaining = n;
-  if (K == 1) { // greedy: the kernels pick each row's token; only ids and log-probabilities come back
-    for (int step = 0; step < o.max_len && remaining > 0; ++step) {
-      if (e.profiling())
-        e.profiling()->count_step();
-      for (int r = 0; r < rows; ++r)
-        step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
-      e.decode(step_ids, step, false);
-      const int* ids = nullptr;
-      const float* lps = nullptr;
-      e.pick(ids, lps);
-      for (int s = 0; s < n; ++s) {
-        if (done[s])
-          continue;
-        beam& b = live[s];
-        const double score = b.score + double(lps[s]);
-        if (ids[s] == c.eos_id) {
-          hypothesis h{b.tokens, float(normalized(score, step + 1))};
-          h.tokens.push_back(ids[s]);
-          finished[s].push_back(std::move(h));
-        } else {
-          b.tokens.push_back(ids[s]);
-          b.score = score;
-          if (step == o.max_len - 1)
-            finished[s].push_back({b.tokens, float(normalized(score, step + 1))});
-        }
-        if (!finished[s].empty()) {
-          finish(s);
-          --remaining;
-        }
-      }
-    }
-    return;
-  }
-  for (int step = 0; step < o.max_len && remaining > 0; ++step) {
-    if (e.profiling())
-      e.profiling()->count_step();
-    for (int r = 0; r < rows; ++r)
-      step_ids(0, r) = step == 0 || live[r].tokens.empty() ? c.bos_id : live[r].tokens.back();
-    e.decode(step_ids, step, false); // only the log-probabilities come to the host
-    fbuffer lp = e.log_probs();      // (vocab, 1, rows)
-    for (int r = 0; r < rows; ++r)
-      parent[r] = r;
-    const bool last = step == o.max_len - 1;
-    for (int s = 0; s < n; ++s) {
-      if (done[s])
-        continue;
-      cands.clear();
-      for (int b = 0; b < K; ++b) {
-        const int r = s * K + b;
-        if (!live[r].alive)
-          continue;
-        // The beam's 2K best tokens (ties: lower id), by insertion into a short list.
-        best.clear();
-        const float* row = &lp(0, 0, r);
-        for (int v = 0; v < V; ++v) {
-          const candidate cand{live[r].score + double(row[v]), b, v};
-          if (int(best.size()) == 2 * K && !(cand < best.back()))
-            continue;
-          best.insert(std::upper_bound(best.begin(), best.end(), cand), cand);
-          if (int(best.size()) > 2 * K)
-            best.pop_back();
-        }
-        cands.insert(cands.end(), best.begin(), best.end());
-      }
-      std::sort(cands.begin(), cands.end());
-      int extended = 0;
-      for (const candidate& cand : cands) {
-        const beam& from = live[s * K + cand.beam];
-        if (cand.token == c.eos_id) {
-          if (int(finished[s].size()) < K) {
-            hypothesis h{from.tokens, 0};
-            h.tokens.push_back(cand.token);
-            h.score = float(normalized(cand.score, step + 1));
-            finished[s].push_back(std::move(h));
-          }
-        } else {
-          beam& to = next[s * K + extended];
-          to.tokens.assign(from.tokens.begin(), from.tokens.end());
-          to.tokens.push_back(cand.token);
-          to.score = cand.score;
-          to.alive = true;
-          parent[s * K + extended] = s * K + cand.beam;
-          ++extended;
-        }
-        if (extended == K)
-          break;
-      }
-      for (int b = extended; b < K; ++b)
-        next[s * K + b].alive = false;
-      if (last)
-        for (int b = 0; b < extended && int(finished[s].size()) < K; ++b) {
-          const beam& x = next[s * K + b];
-          finished[s].push_back({x.tokens, float(normalized(x.score, step + 1))});
-        }
-      for (int b = 0; b < K; ++b)
-        std::swap(live[s * K + b], next[s * K + b]);
-      if (int(finished[s].size()) >= K || extended == 0 || last) {
-        finish(s);
-        --remaining;
-      }
-    }
-    if (K > 1 && remaining > 0)
-      e.reorder_caches(parent, step + 1);
-  }
+  search(e, c, o, n, on_done).run();
 }
 
 } // namespace halformer

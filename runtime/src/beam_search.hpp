@@ -8,7 +8,9 @@
 // extended. A sentence is done when K hypotheses are finished or max_len tokens
 // were generated (then its live beams finish without EOS). Hypotheses are ranked
 // by log P / length^length_penalty, length counting EOS. Caches are reordered
-// by parent beam after every step; nothing is allocated inside the step loop.
+// by parent beam after every step; finished sentences leave the batch (their
+// rows are dropped from the caches once they are an eighth of it); nothing is
+// allocated inside the step loop.
 #pragma once
 
 #include "executor.hpp"

@@ -330,6 +330,37 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
   }
 }
 
+void executor::move_row(fbuffer& b, int batch_dim, int from, int to, int len_dim, int len) const {
+  fbuffer src = b.cropped(batch_dim, from, 1), dst = b.cropped(batch_dim, to, 1);
+  if (len_dim >= 0)
+    src.crop(len_dim, 0, len), dst.crop(len_dim, 0, len);
+  renumber(src, batch_dim, to - from); // copies match coordinates
+  copy(src, dst);
+}
+
+void executor::keep_rows(const std::vector<int>& keep, int len) {
+  const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    if (keep[i] < int(i) || keep[i] >= rows_ || (i > 0 && keep[i] <= keep[i - 1]))
+      throw error("keep_rows: rows must be ascending and below " + std::to_string(rows_));
+  for (int i = 0; i < int(keep.size()); ++i) {
+    if (keep[std::size_t(i)] == i)
+      continue;
+    for (const std::string& key : caches_) // storage (d_k, heads, position, batch)
+      move_row(acts_.at(key), 3, keep[std::size_t(i)], i, 2, len);
+    for (const std::string& key : per_source_) {
+      const auto& dims = act_dims_.at(key);
+      const int batch_dim = int(std::find(dims.begin(), dims.end(), "batch") - dims.begin());
+      move_row(acts_.at(key), batch_dim, keep[std::size_t(i)], i, -1, 0);
+    }
+    src_lengths_(i) = src_lengths_(keep[std::size_t(i)]);
+  }
+  rows_ = int(keep.size());
+  upload(src_lengths_);
+  if (profiler_)
+    profiler_->add(phase::decode, "keep_rows", profiler::since(t0));
+}
+
 // The decoder layers read the encoder output as the activation "memory".
 fbuffer executor::memory() const { return memory_->cropped(1, 0, src_).cropped(2, 0, rows_); }
 fbuffer executor::memory_on_host() {

@@ -68,6 +68,11 @@ public:
   void pick(const int*& ids, const float*& log_probs);
   // Row r of every self-attention cache becomes row parent[r] (positions < len).
   void reorder_caches(const std::vector<int>& parent, int len);
+  // Only the batch rows `keep` (ascending) stay, as rows 0 .. keep.size() - 1, of
+  // every self-attention cache (positions < len), per-source tensor and source
+  // length: finished sentences leave the batch, and later steps cost only the
+  // live rows.
+  void keep_rows(const std::vector<int>& keep, int len);
 
   // Kernel times go to `p` (null: not profiled). On a GPU a kernel's time is its
   // launch's unless the device API synchronizes.
@@ -122,8 +127,10 @@ private:
   template <class B> void upload(B& b) const;   // after host writes; allocates on the device the first time
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
-  static void written(fbuffer& view);           // a kernel wrote `view` (see executor.cpp)
-  fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, bool cache);
+  // Batch row `from` of b to row `to` (only the first `len` along len_dim, if >= 0).
+  void move_row(fbuffer& b, int batch_dim, int from, int to, int len_dim, int len) const;
+  static void written(fbuffer& view); // a kernel wrote `view` (see executor.cpp)
+  fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, role kind);
 
   const model_config& config_;
   const model_weights& weights_;
@@ -138,7 +145,7 @@ private:
   // looks nothing up by name).
   fbuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *log_probs_out_ = nullptr;
   std::map<std::string, std::vector<std::string>> act_dims_;
-  std::vector<std::string> caches_;
+  std::vector<std::string> caches_, per_source_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   ibuffer pick_ids_; // (1, rows)
   fbuffer pick_lp_;  // (1, rows)

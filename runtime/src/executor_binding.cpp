@@ -79,12 +79,14 @@ void executor::bind_top(const layer_descriptions& layers) {
   logits_ = handed_over("decoder.logits"), log_probs_out_ = handed_over("decoder.log_probs");
 }
 
-fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, bool cache) {
+fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, role kind) {
   auto [it, fresh] = acts_.try_emplace(key);
   if (fresh) {
     act_dims_[key] = dims;
-    if (cache)
+    if (kind == role::cache)
       caches_.push_back(key);
+    if (kind == role::per_source)
+      per_source_.push_back(key);
   }
   return it->second;
 }
@@ -167,7 +169,7 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
   const bool qualified = o.actual.find('.') != std::string::npos;
   const std::string prefix = per_layer ? scope + "." : qualified ? "" : decoder ? "decoder." : "encoder.";
-  op.act = &activation(prefix + o.actual, o.dims, o.kind == role::cache);
+  op.act = &activation(prefix + o.actual, o.dims, o.kind);
   for (std::size_t d = 0; d < o.dims.size(); ++d) {
     if (o.dims[d] == "src" || o.dims[d] == "tgt")
       op.seq_dim = int(d), op.seq_is_tgt = o.dims[d] == "tgt";

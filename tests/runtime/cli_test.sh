@@ -32,6 +32,14 @@ import json, numpy as np; e = json.load(open('$model/expected.json')); s = np.lo
 print('\n'.join(' '.join(map(str, s[b, :n])) for b, n in enumerate(e['src_lengths'])))")
 got=$("$bin" run --model "$model" --max-len 10 --threads 1 <<<"$input") || fail "run"
 [[ "$got" == "$want" ]] || fail "run printed '$got', expected '$want'"
+# --profile: the same output, and the time table on stderr.
+errfile=$(mktemp)
+got=$("$bin" run --model "$model" --max-len 10 --threads 1 --profile <<<"$input" 2>"$errfile") || fail "run --profile"
+[[ "$got" == "$want" ]] || fail "run --profile printed '$got', expected '$want'"
+for row in "encode   embedding" "decode   logits" "(host work)" "decode steps:"; do
+  grep -qF -- "$row" "$errfile" || fail "run --profile: no '$row' in: $(cat "$errfile")"
+done
+rm -f "$errfile"
 nbest=$("$bin" run --model "$model" --max-len 10 --beam 3 --nbest 2 <<<"$input" | wc -l)
 [[ $nbest == 8 ]] || fail "--nbest 2 printed $nbest lines for 4 inputs"
 

@@ -7,6 +7,7 @@
 // unknown knob or a missing one is a build error naming it.
 #pragma once
 
+#include "halformer/knob_value.hpp"
 #include "halformer/shape_buckets.hpp"
 
 #include <Halide.h>
@@ -115,15 +116,12 @@ inline nlohmann::json read_knob_file(const std::string& knob_file) {
     throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
   }
 }
-// Integer values of a JSON section into `values`; "_why" and other "_" keys are comments.
+// Integer values of a JSON section into `values`; "_why" and other "_" keys are
+// comments; "cores" is this machine's core count (knob_value.hpp).
 inline void read_section(const nlohmann::json& section, const std::string& where, std::map<std::string, int>& values) {
-  for (const auto& [name, v] : section.items()) {
-    if (name.rfind("_", 0) == 0)
-      continue;
-    if (!v.is_number_integer())
-      throw std::runtime_error(where + "." + name + " is not an integer");
-    values[name] = v.get<int>();
-  }
+  for (const auto& [name, v] : section.items())
+    if (name.rfind("_", 0) != 0)
+      values[name] = knob_value(v, where + "." + name);
 }
 } // namespace detail
 

@@ -16,7 +16,16 @@
 #include "halformer/schedules/buckets.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
+#include <numeric>
+
 namespace halformer::schedules::cpu {
+
+// 1, 2, ..., n: a knob whose value follows the machine (e.g. its core count).
+inline std::vector<int> one_to(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 1);
+  return v;
+}
 
 inline std::vector<knob_decl> gemm_knobs() {
   return {
@@ -29,7 +38,7 @@ inline std::vector<knob_decl> gemm_knobs() {
        "decode: at most this many features per task (heads: gemv_cols / d_k heads)"},
       {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode: weight rows per chunk, streamed side by side"},
       {"gemv_vectors", {1, 2, 3, 4, 8}, "decode: accumulator vectors per register tile"},
-      {"gemv_min_tasks", {1, 2, 4, 8, 16, 32}, "decode: at least this many tasks where the width allows"},
+      {"gemv_min_tasks", one_to(64), "decode: at least this many tasks where the width allows"},
   };
 }
 
