@@ -223,8 +223,8 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   {
     phase_timer timed(e.profiling(), phase::encode);
     e.encode(ids, lengths);
+    e.project_memory(); // once per source, then repeated for its beams
     e.expand(o.beam);
-    e.project_memory();
   }
   phase_timer timed(e.profiling(), phase::decode);
   search(e, c, o, n, on_done).run();

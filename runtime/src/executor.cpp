@@ -240,17 +240,16 @@ void executor::expand(int k) {
     return;
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
-  fbuffer& m = *memory_;
-  download(m);
-  const std::size_t row = std::size_t(config_.d_model) * src_;
+  // Backwards, so that no row is overwritten before it is copied.
   for (int r = rows_ - 1; r >= 0; --r)
     for (int j = k - 1; j >= 0; --j) {
-      if (r * k + j != r)
-        std::memcpy(&m(0, 0, r * k + j), &m(0, 0, r), row * sizeof(float));
+      if (r * k + j == r)
+        continue;
+      for (const std::string& key : per_source_)
+        copy_row(acts_.at(key), r, acts_.at(key), r * k + j, batch_dim_of(key), -1, 0);
       src_lengths_(r * k + j) = src_lengths_(r);
     }
   rows_ *= k;
-  upload(m);
   upload(src_lengths_);
 }
 
@@ -296,46 +295,37 @@ void executor::pick(const int*& ids, const float*& log_probs) {
   ids = &iv(0, 0), log_probs = &pv(0, 0);
 }
 
+// Only rows whose parent is another row are written; a parent that is itself
+// overwritten is read through the scratch buffer. Copies go where the data lives
+// (the device, on a GPU).
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
   const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
-  struct record {
-    const executor& e;
-    profiler::clock::time_point t0;
-    ~record() {
-      if (e.profiler_)
-        e.profiler_->add(phase::decode, "reorder_caches", profiler::since(t0));
-    }
-  } timed{*this, t0};
-  if (iface_) { // row copies on the device, through the scratch buffer
-    for (const std::string& key : caches_) {
-      fbuffer& c = acts_.at(key);
-      for (int r = 0; r < rows_; ++r) {
-        fbuffer from = c.cropped(2, 0, len).cropped(3, parent[r], 1);
-        renumber(from, 3, r - parent[r]); // copies match coordinates
-        copy(from, scratch_.cropped(2, 0, len).cropped(3, r, 1));
-      }
-      for (int r = 0; r < rows_; ++r)
-        copy(scratch_.cropped(2, 0, len).cropped(3, r, 1), c.cropped(2, 0, len).cropped(3, r, 1));
-    }
-    return;
-  }
-  const std::size_t row = std::size_t(config_.d_model) * len;
-  for (const std::string& key : caches_) {
+  const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };
+  for (const std::string& key : caches_) { // storage (d_k, heads, position, batch)
     fbuffer& c = acts_.at(key);
-    // Storage (d_k, heads, position, batch): a row's first `len` positions are contiguous.
     for (int r = 0; r < rows_; ++r)
-      std::memcpy(&scratch_(0, 0, 0, r), &c(0, 0, 0, parent[r]), row * sizeof(float));
+      if (parent[std::size_t(r)] != r && staged(r))
+        copy_row(c, parent[std::size_t(r)], scratch_, r, 3, 2, len);
     for (int r = 0; r < rows_; ++r)
-      std::memcpy(&c(0, 0, 0, r), &scratch_(0, 0, 0, r), row * sizeof(float));
+      if (parent[std::size_t(r)] != r)
+        copy_row(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 2, len);
   }
+  if (profiler_)
+    profiler_->add(phase::decode, "reorder_caches", profiler::since(t0));
 }
 
-void executor::move_row(fbuffer& b, int batch_dim, int from, int to, int len_dim, int len) const {
-  fbuffer src = b.cropped(batch_dim, from, 1), dst = b.cropped(batch_dim, to, 1);
+void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+                        int len) const {
+  fbuffer src = from_buf.cropped(batch_dim, from, 1), dst = to_buf.cropped(batch_dim, to, 1);
   if (len_dim >= 0)
     src.crop(len_dim, 0, len), dst.crop(len_dim, 0, len);
   renumber(src, batch_dim, to - from); // copies match coordinates
   copy(src, dst);
+}
+
+int executor::batch_dim_of(const std::string& key) const {
+  const auto& dims = act_dims_.at(key);
+  return int(std::find(dims.begin(), dims.end(), "batch") - dims.begin());
 }
 
 void executor::keep_rows(const std::vector<int>& keep, int len) {
@@ -347,12 +337,9 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
     if (keep[std::size_t(i)] == i)
       continue;
     for (const std::string& key : caches_) // storage (d_k, heads, position, batch)
-      move_row(acts_.at(key), 3, keep[std::size_t(i)], i, 2, len);
-    for (const std::string& key : per_source_) {
-      const auto& dims = act_dims_.at(key);
-      const int batch_dim = int(std::find(dims.begin(), dims.end(), "batch") - dims.begin());
-      move_row(acts_.at(key), batch_dim, keep[std::size_t(i)], i, -1, 0);
-    }
+      copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 2, len);
+    for (const std::string& key : per_source_)
+      copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, batch_dim_of(key), -1, 0);
     src_lengths_(i) = src_lengths_(keep[std::size_t(i)]);
   }
   rows_ = int(keep.size());

@@ -52,7 +52,9 @@ public:
 
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
-  // Repeats every encoded row k times (row r -> rows r*k .. r*k + k-1), for beams.
+  // Repeats every source row k times (row r -> rows r*k .. r*k + k-1), for beams:
+  // the cross-attention keys and values (so call it after project_memory(), which
+  // then projects each source once) and the source lengths.
   void expand(int k);
   // Projects memory() to every decoder layer's cross-attention keys and values.
   void project_memory();
@@ -127,8 +129,11 @@ private:
   template <class B> void upload(B& b) const;   // after host writes; allocates on the device the first time
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
-  // Batch row `from` of b to row `to` (only the first `len` along len_dim, if >= 0).
-  void move_row(fbuffer& b, int batch_dim, int from, int to, int len_dim, int len) const;
+  int batch_dim_of(const std::string& per_source_key) const;
+  // Batch row `from` of one buffer to row `to` of another (or the same; only the
+  // first `len` along len_dim, if >= 0).
+  void copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+                int len) const;
   static void written(fbuffer& view); // a kernel wrote `view` (see executor.cpp)
   fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, role kind);
 
