@@ -1,11 +1,14 @@
-// One knob value of a knob file: an integer, or "cores", the core count of the
-// machine that reads the file (the build, and by the knob files' contract the
-// machine that runs the kernels), at most 64.
+// One knob value of a knob file: an integer, or a fact of the machine that reads
+// the file (the build, and by the knob files' contract the machine that runs the
+// kernels): "cores" (at most 64), or "l2_kib/N", its per-core L2 cache in KiB
+// divided by N (512 KiB where sysfs does not say).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -14,11 +17,24 @@ namespace halformer {
 
 inline int machine_cores() { return int(std::clamp(std::thread::hardware_concurrency(), 1u, 64u)); }
 
+inline int machine_l2_kib() {
+  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index2/size"); // e.g. "512K"
+  int kib = 0;
+  return in >> kib && kib > 0 ? kib : 512;
+}
+
 inline int knob_value(const nlohmann::json& v, const std::string& where) {
-  if (v.is_string() && v.get<std::string>() == "cores")
+  const std::string text = v.is_string() ? v.get<std::string>() : "";
+  if (text == "cores")
     return machine_cores();
+  if (text.rfind("l2_kib/", 0) == 0) {
+    const int divisor = std::atoi(text.c_str() + 7);
+    if (divisor < 1)
+      throw std::runtime_error(where + ": '" + text + "' needs a divisor >= 1");
+    return std::max(1, machine_l2_kib() / divisor);
+  }
   if (!v.is_number_integer())
-    throw std::runtime_error(where + " is not an integer (or \"cores\")");
+    throw std::runtime_error(where + " is not an integer, \"cores\" or \"l2_kib/N\"");
   return v.get<int>();
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/gemm_decode.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
 #include <numeric>
@@ -39,42 +40,11 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode: weight rows per chunk, streamed side by side"},
       {"gemv_vectors", {1, 2, 3, 4, 8}, "decode: accumulator vectors per register tile"},
       {"gemv_min_tasks", one_to(64), "decode: at least this many tasks where the width allows"},
+      {"gemv_rows",
+       {1, 2, 3, 4, 6, 8},
+       "decode: batch rows per register tile from this many rows on (1: one-row tiles)"},
+      {"gemv_acc_kib", one_to(4096), "decode: at most this many KiB of accumulators per multi-row task"},
   };
-}
-
-// Decode steps (t == 1) are bound by streaming the weights, whose rows (one
-// reduction index each) are contiguous over the output features. A register tile
-// that walked the whole reduction would read a few dozen bytes of every row in
-// turn: hundreds of interleaved streams that defeat the prefetchers and the TLB
-// (6 GB/s of ~20 on a Zen 2 at batch 8). So the reduction is cut into chunks of
-// `gemv_k` rows; a task streams each chunk's rows side by side across its whole
-// column block (long runs the prefetchers follow), and for each tile of
-// `gemv_vectors` vectors the chunk (gemv_k x tile floats, in L1) is applied to
-// every batch row in turn, the row's accumulators held in registers over the
-// chunk and kept in the task's accumulator block (L1/L2) between chunks. One row
-// per tile keeps the tile's addresses a constant apart, which is what lets the
-// compiler hold them in registers (several rows would sit a runtime stride apart
-// and be reloaded every step). Per weight row: gemv_vectors loads + 1 broadcast
-// for gemv_vectors FMAs, so batches up to ~2 x the vector width stay
-// bandwidth-bound. Register budget: 3 accumulators + 3 weights + 1 broadcast.
-// Every output still sums its rows in order, as the blocked branch does, and the
-// same code runs at every batch size: a row's result is bitwise the same in any
-// batch. The gemv_* knobs belong to this branch alone.
-inline void schedule_decode_acc(gemm_stage g, const Halide::Expr& cond, int vec, const knob_values& k,
-                                const bucket_scope& in) {
-  using namespace Halide;
-  RVar ko("ko"), ki("ki");
-  Var ot("ot"), ov("ov");
-  in(g.acc).specialize(cond).vectorize(g.o, vec, TailStrategy::GuardWithIf);
-  Stage u = in.update(g.acc).specialize(cond);
-  u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf)
-      .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
-  std::vector<VarOrRVar> order{ov, ki, g.batch, ot};
-  order.insert(order.end(), g.mid.begin(), g.mid.end());
-  order.push_back(g.t);
-  order.push_back(ko);
-  order.insert(order.end(), g.r.begin() + 1, g.r.end());
-  u.reorder(order).vectorize(ov, vec).unroll(ov);
 }
 
 namespace detail {
@@ -112,28 +82,6 @@ inline void schedule_blocked_acc(const gemm_stage& g, Halide::Stage pure, Halide
   update.reorder(order).vectorize(g.o, vec).unroll(g.o).unroll(g.t);
 }
 
-// Decode steps: the output's tasks own column blocks of at most `gemv_cols`
-// features, and at least `gemv_min_tasks` of them where the width allows, so
-// that a d_model-wide output still keeps every core streaming (head projections:
-// groups of whole heads, whose weights are contiguous; d_k is the call's).
-inline void schedule_decode_output(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
-  using namespace Halide;
-  Var oo("oo"), oi("oi"), hi("hi");
-  const int tile = vec * k["gemv_vectors"], tasks = k["gemv_min_tasks"];
-  if (g.mid.empty()) {
-    const Expr even = (g.o_extent + tasks * tile - 1) / (tasks * tile) * tile;
-    const Expr cols = Halide::min(k["gemv_cols"], Halide::max(tile, even));
-    s.split(g.o, oo, oi, cols, TailStrategy::GuardWithIf).reorder(oi, g.t, g.batch, oo).vectorize(oi, vec).parallel(oo);
-  } else { // mid = {heads}: tasks over groups of heads ("oo", the accumulator's level)
-    const Expr even = (g.mid_extent + tasks - 1) / tasks;
-    const Expr group = Halide::max(1, Halide::min(Halide::max(1, k["gemv_cols"] / g.o_extent), even));
-    s.split(g.mid[0], oo, hi, group, TailStrategy::GuardWithIf)
-        .reorder(g.o, g.t, hi, g.batch, oo)
-        .vectorize(g.o, vec, TailStrategy::GuardWithIf)
-        .parallel(oo);
-  }
-}
-
 // Fallback: one predicated vector per step, parallel over column groups and rows.
 inline void schedule_fallback(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
   using namespace Halide;
@@ -154,8 +102,8 @@ inline void schedule_fallback(const gemm_stage& g, Halide::Stage s, int vec, con
 } // namespace detail
 
 // The GEMM's branches by shape: blocked over t (prefill), the decode step
-// (t == 1, any batch), else the fallback; the accumulator is computed per output
-// task ("oo") in each.
+// (t == 1, gemm_decode.hpp), else the fallback; the accumulator is computed per
+// output task ("oo") in each.
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
@@ -165,12 +113,13 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   const Expr decode = g.t_extent == 1;
 
   detail::schedule_blocked(g, in(g.out).specialize(by_t), vec, k);
-  detail::schedule_decode_output(g, in(g.out).specialize(decode), vec, k);
+  const decode_stages d{in(g.out).specialize(decode), in(g.acc).specialize(decode),
+                        in.update(g.acc).specialize(decode)};
+  schedule_decode(g, d, vec, k);
   detail::schedule_fallback(g, in(g.out), vec, k);
 
   g.acc.compute_at(g.out, Var("oo"));
   detail::schedule_blocked_acc(g, in(g.acc).specialize(by_t), in.update(g.acc).specialize(by_t), vec);
-  schedule_decode_acc(g, decode, vec, k, in);
   in(g.acc).vectorize(g.o, vec, TailStrategy::GuardWithIf);
   std::vector<VarOrRVar> order{g.o};
   for (const auto& r : g.r)

@@ -1,0 +1,117 @@
+// The decode step's GEMM schedules (t == 1), for gemm.hpp: bound by streaming the
+// weights at small batches, by the FMAs at large ones.
+#pragma once
+
+#include "halformer/schedules/gemm_stages.hpp"
+
+namespace halformer::schedules::cpu {
+
+// The decode specializations of a GEMM's output, accumulator and its update.
+struct decode_stages {
+  Halide::Stage out, acc, update;
+};
+
+// Decode steps (t == 1) are bound by streaming the weights, whose rows (one
+// reduction index each) are contiguous over the output features. A register tile
+// that walked the whole reduction would read a few dozen bytes of every row in
+// turn: hundreds of interleaved streams that defeat the prefetchers and the TLB
+// (6 GB/s of ~20 on a Zen 2 at batch 8). So the reduction is cut into chunks of
+// `gemv_k` rows; a task streams each chunk's rows side by side across its whole
+// column block (long runs the prefetchers follow), and for each tile of
+// `gemv_vectors` vectors the chunk (gemv_k x tile floats, in L1) is applied to
+// every batch row in turn, the row's accumulators held in registers over the
+// chunk and kept in the task's accumulator block (L1/L2) between chunks. One row
+// per tile keeps the tile's addresses a constant apart, which is what lets the
+// compiler hold them in registers (several rows would sit a runtime stride apart
+// and be reloaded every step). Per weight row: gemv_vectors loads + 1 broadcast
+// for gemv_vectors FMAs, so batches up to ~2 x the vector width stay
+// bandwidth-bound. Register budget: 3 accumulators + 3 weights + 1 broadcast.
+// Every output still sums its rows in order, as the blocked branch does, and the
+// same code runs at every batch size: a row's result is bitwise the same in any
+// batch. The gemv_* knobs belong to the decode branches alone.
+inline void schedule_row_tiles_acc(const gemm_stage& g, Halide::Stage pure, Halide::Stage u, int vec,
+                                   const knob_values& k) {
+  using namespace Halide;
+  RVar ko("ko"), ki("ki");
+  Var ot("ot"), ov("ov");
+  pure.vectorize(g.o, vec, TailStrategy::GuardWithIf);
+  u.split(g.o, ot, ov, vec * k["gemv_vectors"], TailStrategy::GuardWithIf)
+      .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{ov, ki, g.batch, ot};
+  order.insert(order.end(), g.mid.begin(), g.mid.end());
+  order.push_back(g.t);
+  order.push_back(ko);
+  order.insert(order.end(), g.r.begin() + 1, g.r.end());
+  u.reorder(order).vectorize(ov, vec).unroll(ov);
+}
+
+// The one-row tiles' tasks: the output's tasks own column blocks of at most `gemv_cols`
+// features, and at least `gemv_min_tasks` of them where the width allows, so
+// that a d_model-wide output still keeps every core streaming (head projections:
+// groups of whole heads, whose weights are contiguous; d_k is the call's).
+inline void schedule_row_tiles_output(const gemm_stage& g, Halide::Stage s, int vec, const knob_values& k) {
+  using namespace Halide;
+  Var oo("oo"), oi("oi"), hi("hi");
+  const int tile = vec * k["gemv_vectors"], tasks = k["gemv_min_tasks"];
+  if (g.mid.empty()) {
+    const Expr even = (g.o_extent + tasks * tile - 1) / (tasks * tile) * tile;
+    const Expr cols = Halide::min(k["gemv_cols"], Halide::max(tile, even));
+    s.split(g.o, oo, oi, cols, TailStrategy::GuardWithIf).reorder(oi, g.t, g.batch, oo).vectorize(oi, vec).parallel(oo);
+  } else { // mid = {heads}: tasks over groups of heads ("oo", the accumulator's level)
+    const Expr even = (g.mid_extent + tasks - 1) / tasks;
+    const Expr group = Halide::max(1, Halide::min(Halide::max(1, k["gemv_cols"] / g.o_extent), even));
+    s.split(g.mid[0], oo, hi, group, TailStrategy::GuardWithIf)
+        .reorder(g.o, g.t, hi, g.batch, oo)
+        .vectorize(g.o, vec, TailStrategy::GuardWithIf)
+        .parallel(oo);
+  }
+}
+
+// From `gemv_rows` batch rows on, a register tile holds `vectors` vectors x
+// gemv_rows rows (the prefill tile's register budget: AVX2 3 x 4 = 12
+// accumulators + 3 weights + 1 broadcast of 16; AVX-512 3 x 8 = 24 of 32): per
+// weight row 3 loads and gemv_rows broadcasts feed 3 x gemv_rows FMAs, so large
+// batches run at the FMA rate, not the load rate. Its rows sit one task width
+// apart in the task's accumulator block; for the compiler to keep them in
+// registers that width must be a compile-time constant, so each width of a
+// ladder (gemv_cols, gemv_cols / 2, ... 128 features) is a specialization,
+// taken when the output has room for gemv_min_tasks tasks of it and a task's
+// accumulators (width x batch) fit in gemv_acc_kib, which keeps them near the
+// core between chunks (on a Zen 2 with 512 KiB of L2, logits at batch 32 take
+// 13.3 ms with 2048-wide tasks, 10.9 with 512); the tasks cover the output
+// exactly (the last one shifted inwards). Outputs in heads
+// (whose width, d_k, is the call's) and narrower ones keep the one-row tiles.
+// The reduction runs in the same order as the one-row tiles': bitwise the same.
+inline void schedule_wide_tiles(const gemm_stage& g, decode_stages d, const Halide::Expr& cond, int cols, int vec,
+                                const knob_values& k) {
+  using namespace Halide;
+  Var oo("oo"), oi("oi"), ot("ot"), ov("ov"), bo("bo"), bi("bi");
+  RVar ko("ko"), ki("ki");
+  Stage out = d.out.specialize(cond), pure = d.acc.specialize(cond), u = d.update.specialize(cond);
+  out.split(g.o, oo, oi, cols, TailStrategy::ShiftInwards)
+      .reorder(oi, g.t, g.batch, oo)
+      .vectorize(oi, vec)
+      .parallel(oo);
+  pure.vectorize(g.o, vec);
+  u.split(g.o, ot, ov, vec * k["vectors"], TailStrategy::GuardWithIf)
+      .split(g.batch, bo, bi, k["gemv_rows"], TailStrategy::GuardWithIf)
+      .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{ov, bi, ki, bo, ot, g.t, ko};
+  order.insert(order.end(), g.r.begin() + 1, g.r.end());
+  u.reorder(order).vectorize(ov, vec).unroll(ov).unroll(bi);
+}
+
+// Every decode branch: the wide tiles' ladder, then the one-row tiles.
+inline void schedule_decode(const gemm_stage& g, decode_stages d, int vec, const knob_values& k) {
+  const int rows = k["gemv_rows"], tasks = k["gemv_min_tasks"];
+  if (g.mid.empty() && rows > 1)
+    for (int cols = k["gemv_cols"]; cols >= 128; cols /= 2)
+      schedule_wide_tiles(g, d,
+                          g.batch_extent >= rows && g.o_extent >= tasks * cols &&
+                              cols * g.batch_extent <= k["gemv_acc_kib"] * 256,
+                          cols, vec, k);
+  schedule_row_tiles_output(g, d.out, vec, k);
+  schedule_row_tiles_acc(g, d.acc, d.update, vec, k);
+}
+
+} // namespace halformer::schedules::cpu
