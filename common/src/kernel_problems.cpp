@@ -264,19 +264,21 @@ std::vector<std::string> problem_kernels() {
 // projections have a branch of their own for it). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
 // tasks, the last shifted inwards, a partial row tile) wherever the knob set's
-// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2).
+// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2);
+// prefill outputs of 100+ features over 37 rows reach the panels
+// (gemm_panels.hpp: tasks shifted inwards in both dims) on AVX2 and SSE4.1.
 const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::vector<std::string> none;
   static const std::map<std::string, std::vector<std::string>> shapes{
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
-        "d_model=40,vocab=333,t=1,batch=7"}},
+        "d_model=40,vocab=333,t=1,batch=7", "d_model=40,vocab=333,t=37,batch=2"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
-        "d_model=300,d_ff=333,t=1,batch=9"}},
+        "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1"}},
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
-        "d_k=64,heads=5,t=1,batch=9"}},
+        "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1"}},

@@ -15,6 +15,7 @@
 
 #include "halformer/schedules/buckets.hpp"
 #include "halformer/schedules/cpu/gemm_decode.hpp"
+#include "halformer/schedules/cpu/gemm_panels.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
 #include <numeric>
@@ -37,6 +38,7 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"gemv_cols",
        {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384},
        "decode: at most this many features per task (heads: gemv_cols / d_k heads)"},
+      {"k_chunk", {32, 64, 128, 256, 512}, "prefill: weight rows per reduction chunk (panels)"},
       {"gemv_k", {2, 4, 8, 16, 32, 64, 128}, "decode: weight rows per chunk, streamed side by side"},
       {"gemv_vectors", {1, 2, 3, 4, 8}, "decode: accumulator vectors per register tile"},
       {"gemv_min_tasks", one_to(64), "decode: at least this many tasks where the width allows"},
@@ -101,7 +103,8 @@ inline void schedule_fallback(const gemm_stage& g, Halide::Stage s, int vec, con
 }
 } // namespace detail
 
-// The GEMM's branches by shape: blocked over t (prefill), the decode step
+// The GEMM's branches by shape: panels (prefill, gemm_panels.hpp), blocked over
+// t (prefill shapes too small for a panel task, and heads), the decode step
 // (t == 1, gemm_decode.hpp), else the fallback; the accumulator is computed per
 // output task ("oo") in each.
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
@@ -112,6 +115,11 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   const Expr by_t = g.o_extent >= k["vectors"] * vec && g.t_extent >= k["rows"] && g.t_extent > 1;
   const Expr decode = g.t_extent == 1;
 
+  const Expr by_panels = panels_fit(g, vec, k);
+  if (g.mid.empty())
+    schedule_panels(
+        g, {in(g.out).specialize(by_panels), in(g.acc).specialize(by_panels), in.update(g.acc).specialize(by_panels)},
+        vec, k);
   detail::schedule_blocked(g, in(g.out).specialize(by_t), vec, k);
   const decode_stages d{in(g.out).specialize(decode), in(g.acc).specialize(decode),
                         in.update(g.acc).specialize(decode)};

@@ -1,0 +1,55 @@
+// The prefill GEMM's main branch, for gemm.hpp: tasks of whole register-tile
+// panels with the reduction cut into L1-sized chunks.
+#pragma once
+
+#include "halformer/schedules/gemm_stages.hpp"
+
+namespace halformer::schedules::cpu {
+
+// A register tile (`vectors` vectors x `rows` rows, gemm.hpp's budget) that
+// walked the whole reduction would read its weight panel (K x tile floats, 48
+// KiB at K = 512 on AVX2) from L2 for every row tile, one short piece of each
+// weight row per step: a Zen 2 then stalls on L2 at ~52% of its FMA peak. So a
+// task owns `tiles_per_task` column tiles x `row_tiles_per_task` row tiles and
+// cuts the reduction into chunks of `k_chunk` weight rows: per chunk and column
+// tile, the weights (k_chunk x tile floats: 6 KiB at 64 rows on AVX2, 12 on
+// AVX-512) are read once into L1 and reused by every row tile of the task, whose
+// accumulators wait in the task's block (its width and height are compile-time
+// constants, so the compiler keeps a tile's accumulators in registers within a
+// chunk). The tasks cover the output exactly (the last ones shifted inwards);
+// each output still sums the reduction in order.
+struct panel_stages {
+  Halide::Stage out, acc, update;
+};
+
+inline void schedule_panels(const gemm_stage& g, panel_stages s, int vec, const knob_values& k) {
+  using namespace Halide;
+  Var oc("oc"), oi("oi"), tr("tr"), ti("ti"), oo("oo"), ot("ot"), ov("ov"), tt("tt"), tv("tv");
+  RVar ko("ko"), ki("ki");
+  const int tile = k["vectors"] * vec, cols = tile * k["tiles_per_task"], rows = k["rows"] * k["row_tiles_per_task"];
+  s.out.split(g.o, oc, oi, cols, TailStrategy::ShiftInwards)
+      .split(g.t, tr, ti, rows, TailStrategy::ShiftInwards)
+      .reorder(oi, ti, oc, tr, g.batch)
+      .vectorize(oi, vec)
+      .fuse(oc, tr, oo)
+      .fuse(oo, g.batch, oo)
+      .parallel(oo);
+  s.acc.vectorize(g.o, vec);
+  s.update.split(g.o, ot, ov, tile, TailStrategy::GuardWithIf)
+      .split(g.t, tt, tv, k["rows"], TailStrategy::GuardWithIf)
+      .split(g.r[0], ko, ki, k["k_chunk"], TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{ov, tv, ki, tt, ot, ko};
+  order.insert(order.end(), g.r.begin() + 1, g.r.end());
+  s.update.reorder(order).vectorize(ov, vec).unroll(ov).unroll(tv);
+}
+
+// Whether a prefill call takes the panels: outputs without heads (whose width
+// d_k is the call's) that hold at least one whole task.
+inline Halide::Expr panels_fit(const gemm_stage& g, int vec, const knob_values& k) {
+  if (!g.mid.empty())
+    return Halide::Expr(false);
+  return g.o_extent >= k["vectors"] * vec * k["tiles_per_task"] && g.t_extent >= k["rows"] * k["row_tiles_per_task"] &&
+         g.t_extent > 1;
+}
+
+} // namespace halformer::schedules::cpu
