@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """halformer's benchmark, one command (see bench/README.md):
 
-    .venv/bin/python bench/run.py [--out bench/results] [--threads 2] [--quick] [--full]
+    .venv/bin/python bench/run.py [--out DIR] [--threads 2] [--quick | --smoke] [--full]
 
 On this machine, in one run: machine limits (FMA peak, memory bandwidth), every
 kernel at Transformer-base shapes against oneDNN and OpenBLAS sgemm (GEMM-shaped
 kernels) and PyTorch nn.MultiheadAttention (attention block), and end-to-end
 encoding and greedy / beam-4 decoding against PyTorch nn.Transformer and
 CTranslate2 with the same weights and threads. Writes a markdown report, CSV, JSON
-and SVG charts into --out, with the machine's state and the exact commands.
+and SVG charts into --out (default bench/results/<cpu>, one directory per CPU kind,
+e.g. amd-epyc-zen2-avx2), with the machine's state and the exact commands.
+--smoke runs every step once at the smallest size (CI: catches breakage, not speed).
 
 Measurement: every number is a median with min-max over samples; kernels and
 their sgemm baselines are interleaved sample by sample in one process; the
@@ -77,6 +79,25 @@ def combine(stats):
             hi: max(s[hi] for s in stats), "runs": len(stats)}
 
 
+def cpu_kind():
+    """A name for the CPU kind: vendor and model name, AMD's microarchitecture from
+    its family and model (the model name alone says "AMD EPYC" for all of them),
+    and the widest vector ISA its kernels use."""
+    info = open("/proc/cpuinfo").read().split("\n\n")[0]
+    field = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in info.splitlines()))
+    name, family, model = field.get("model name", "cpu"), int(field.get("cpu family", 0)), int(field.get("model", 0))
+    flags = field.get("flags", "").split()
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags and "fma" in flags else "sse41"
+    arch = ""
+    if "AMD" in name:
+        arch = {23: "zen2" if model >= 0x30 else "zen1", 26: "zen5"}.get(family, "")
+        if family == 25:
+            arch = "zen4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "zen3"
+    slug = "".join(c if c.isalnum() else "-" for c in name.lower())
+    slug = "-".join(x for x in slug.split("-") if x and x not in ("processor", "cpu"))
+    return "-".join(x for x in (slug, arch or f"f{family}m{model}", isa) if x), f"{name} (family {family}, model {model}, {isa})"
+
+
 def fmt_peak(gflops):
     return f"{gflops:.0f} GFLOP/s" if gflops else "not available on this CPU"
 
@@ -94,15 +115,19 @@ def svg_bars(path, title, groups, series, unit):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    p.add_argument("--out", help="results directory (default: bench/results/<cpu kind>)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--quick", action="store_true", help="fewer samples and cases (a smoke run)")
     p.add_argument("--full", action="store_true", help="also PyTorch beam-4 at batch 32 (~10 minutes alone)")
+    p.add_argument("--smoke", action="store_true", help="every step once, at the smallest size (CI)")
     a = p.parse_args()
+    kind, kind_text = cpu_kind()
+    a.out = a.out or os.path.join(ROOT, "bench", "results", kind)
     os.makedirs(a.out, exist_ok=True)
     t = str(a.threads)
     omp = {"OMP_NUM_THREADS": t, "OMP_WAIT_POLICY": "passive"}  # oneDNN's OpenMP pool
     state = machine_state(a.threads)
+    state["cpu_kind"], state["cpu_text"] = kind, kind_text
     log(f"machine: {state['cpu']}, {a.threads} threads; results to {a.out}")
 
     model = os.path.join(BUILD, "bench-model")
@@ -118,25 +143,28 @@ def main():
                        check=True)
 
     log("machine limits: FMA peak, bandwidth")
-    limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "5"])
+    limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "1" if a.smoke else "5"])
     # The widest ISA this CPU has (an ISA it lacks is null in bench_limits' output).
     peak = limits["fma_peak_gflops"]["avx512"] or limits["fma_peak_gflops"]["avx2"]
     bw = max(limits["bandwidth_gbps"].values())
 
-    rounds = 1 if a.quick else 2
+    quick = a.quick or a.smoke
+    rounds = 1 if quick else 2
+    kernel_args = ["--samples", "1", "--min-ms", "0.1", "--only", "out_projection"] if a.smoke else [
+        "--samples", "3" if quick else "5", "--min-ms", "10" if quick else "20"]
     kruns, mha = {}, {}
     for r in range(rounds):
         log(f"kernels, round {r + 1}/{rounds} (halformer, oneDNN, OpenBLAS interleaved)")
-        for row in run_json([os.path.join(BIN, "bench_kernels"), "--threads", t, "--samples",
-                             "3" if a.quick else "5", "--min-ms", "10" if a.quick else "20"], env=omp, lines=True):
+        for row in run_json([os.path.join(BIN, "bench_kernels"), "--threads", t] + kernel_args, env=omp, lines=True):
             if "skipped" in row:  # a library kernel no benchmark phase runs
                 log(f"kernel {row['kernel']}: {row['skipped']}")
                 continue
             kruns.setdefault((row["kernel"], row["phase"]), []).append(row)
         log(f"PyTorch nn.MultiheadAttention, round {r + 1}/{rounds}")
-        for s in (128, 512, 2048):
+        for s in (128,) if a.smoke else (128, 512, 2048):
             mha.setdefault(s, []).append(run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "mha",
-                                                   "--seq", str(s), "--threads", t, "--samples", "5"]))
+                                                   "--seq", str(s), "--threads", t, "--samples",
+                                                   "1" if a.smoke else "5"]))
     kernels = []
     for (kernel, phase), rows in kruns.items():
         k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
@@ -168,17 +196,20 @@ def main():
              ("beam", 32)]
     if a.quick:
         cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)]
-    samples = "2" if a.quick else "3"
+    if a.smoke:
+        cases = [("encode", 1), ("greedy", 1), ("beam", 1)]
+    samples = "1" if a.smoke else "2" if quick else "3"
+    new_tokens = "4" if a.smoke else "64"
     e2e = []
     for mode, batch in cases:
         label = f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
         res = {"mode": mode, "batch": batch, "label": label, "systems": {}}
         ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,
-                    "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", "64"]
+                    "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", new_tokens]
         ct2_cmd = [VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "e2e", ct2_model, sources, "--mode", mode,
-                   "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", "64"]
+                   "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", new_tokens]
         runs = {"halformer": [], "ctranslate2": []}
-        for r in range(1 if a.quick else 2):  # alternating order: A B, then B A
+        for r in range(1 if quick else 2):  # alternating order: A B, then B A
             order = [("halformer", ours_cmd), ("ctranslate2", ct2_cmd)]
             for name, cmd in (order if r % 2 == 0 else order[::-1]):
                 if name == "ctranslate2" and mode == "encode":
@@ -190,7 +221,7 @@ def main():
             log(f"end to end: {label}: pytorch" + ("" if mode == "encode" else " (re-runs the decoder on the prefix)"))
             runs["pytorch"] = [run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "e2e", model,
                                          sources, "--mode", mode, "--batch", str(batch), "--threads", t,
-                                         "--samples", "1", "--new-tokens", "64"])]
+                                         "--samples", "1", "--new-tokens", new_tokens])]
         for name, rs in runs.items():
             if not rs:
                 continue
@@ -208,7 +239,7 @@ def main():
         e2e.append(res)
 
     state["loadavg_after"] = os.getloadavg()
-    results = {"machine": state, "limits": limits, "kernels": kernels, "mha": mha_rows, "e2e": e2e,
+    results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows, "e2e": e2e,
                "commands": COMMANDS}
     for r in e2e:
         for s in r["systems"].values():
@@ -226,9 +257,10 @@ def fmt_ms(d, key="median_ms"):
 
 def write_report(a, res, peak, bw):
     m, lim = res["machine"], res["limits"]
-    L = [f"# Benchmarks: halformer on {m['cpu']}, {m['threads']} threads", "",
+    L = [f"# Benchmarks: halformer on {m['cpu_text']}, {m['threads']} threads", "",
          f"Measured {m['date']} at commit {m['git']} by `.venv/bin/python bench/run.py"
-         f"{' --quick' if a.quick else ''}{' --full' if a.full else ''}`. Machine: {m['cores']} cores, "
+         f"{' --quick' if a.quick else ''}{' --smoke' if a.smoke else ''}{' --full' if a.full else ''}`. "
+         f"CPU: {m['cpu_text']}. Machine: {m['cores']} cores, "
          f"{m['memory']}, Linux {m['kernel']}, governor {m['governor']}, load average "
          f"{m['loadavg_before'][0]:.2f} before / {m['loadavg_after'][0]:.2f} after. Halide {m['halide']}, "
          f"PyTorch {m['torch']}, CTranslate2 {m['ctranslate2']}. Times are medians (min-max); the machine is "
@@ -259,7 +291,7 @@ def write_report(a, res, peak, bw):
         L.append(f"| {r['seq']} | {r['halformer_ms']:.4g} | {fmt_ms(r['pytorch'])} | {r['speedup']:.2f}x |")
     L += ["", "## End to end", "",
           "Transformer-base (pre-norm, random weights, vocab 32000; EOS suppressed so every system decodes exactly "
-          "64 tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
+          f"{res['new_tokens']} tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
           "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
           "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's.", "",
           "| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
