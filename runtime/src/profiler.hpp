@@ -21,7 +21,6 @@ public:
   void add_wall(phase p, double seconds);
   void count_step() { ++profile_.decode_steps; }
   const run_profile& profile() const { return profile_; }
-  void reset() { *this = profiler(); }
 
 private:
   run_profile profile_;

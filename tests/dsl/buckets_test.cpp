@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 using namespace halformer::schedules;
 
@@ -94,4 +96,19 @@ TEST_CASE("a knob file's bucket sets: per ISA, or 'any', over the section's valu
   CHECK_THROWS_WITH(load_kernel_knobs("k", "sec", decls, avx2, path, ""),
                     Catch::Contains("_buckets.k.decode2 is not a shape bucket"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("knob values may name the machine: cores, l2_kib/N", "[knobs]") {
+  using nlohmann::json;
+  const int cores = int(std::clamp(std::thread::hardware_concurrency(), 1u, 64u));
+  CHECK(halformer::knob_value(json("cores"), "w") == cores);
+  CHECK(halformer::knob_value(json(7), "w") == 7);
+  const int eighth = halformer::knob_value(json("l2_kib/8"), "w");
+  CHECK((eighth & (eighth - 1)) == 0); // a power of two
+  CHECK(eighth <= std::max(1, halformer::machine_l2_kib() / 8));
+  CHECK(eighth * 2 > halformer::machine_l2_kib() / 8);
+  CHECK_THROWS_WITH(halformer::knob_value(json("l2_kib/0"), "f: s.k"),
+                    Catch::Contains("f: s.k") && Catch::Contains("divisor"));
+  CHECK_THROWS_WITH(halformer::knob_value(json("many"), "f: s.k"), Catch::Contains("f: s.k is not an integer"));
+  CHECK_THROWS_WITH(halformer::knob_value(json(1.5), "f: s.k"), Catch::Contains("not an integer"));
 }

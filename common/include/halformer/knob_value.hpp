@@ -1,7 +1,8 @@
 // One knob value of a knob file: an integer, or a fact of the machine that reads
 // the file (the build, and by the knob files' contract the machine that runs the
 // kernels): "cores" (at most 64), or "l2_kib/N", its per-core L2 cache in KiB
-// divided by N (512 KiB where sysfs does not say).
+// divided by N and rounded down to a power of two (L2: 512 KiB where sysfs does
+// not say).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,10 @@ inline int knob_value(const nlohmann::json& v, const std::string& where) {
     const int divisor = std::atoi(text.c_str() + 7);
     if (divisor < 1)
       throw std::runtime_error(where + ": '" + text + "' needs a divisor >= 1");
-    return std::max(1, machine_l2_kib() / divisor);
+    int kib = 1; // rounded down to a power of two: knobs declare powers of two
+    while (kib * 2 <= machine_l2_kib() / divisor)
+      kib *= 2;
+    return kib;
   }
   if (!v.is_number_integer())
     throw std::runtime_error(where + " is not an integer, \"cores\" or \"l2_kib/N\"");

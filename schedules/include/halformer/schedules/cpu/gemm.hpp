@@ -45,7 +45,9 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"gemv_rows",
        {1, 2, 3, 4, 6, 8},
        "decode: batch rows per register tile from this many rows on (1: one-row tiles)"},
-      {"gemv_acc_kib", one_to(4096), "decode: at most this many KiB of accumulators per multi-row task"},
+      {"gemv_acc_kib",
+       {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
+       "decode: at most this many KiB of accumulators per multi-row task"},
   };
 }
 
