@@ -221,12 +221,12 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   const int n = ids.dim(1).extent();
   e.reserve(n * o.beam, ids.dim(0).extent(), o.max_len + 1);
   {
-    phase_timer timed(e.profiling(), phase::encode);
+    scoped_time timed(e.profiling(), phase::encode);
     e.encode(ids, lengths);
     e.project_memory(); // once per source, then repeated for its beams
     e.expand(o.beam);
   }
-  phase_timer timed(e.profiling(), phase::decode);
+  scoped_time timed(e.profiling(), phase::decode);
   search(e, c, o, n, on_done).run();
 }
 

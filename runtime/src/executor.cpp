@@ -199,10 +199,11 @@ void executor::run(const plan& p, phase ph) {
         args[i] = bufs[i].raw_buffer();
       }
     }
-    const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
-    const int rc = s.call(args.data());
-    if (profiler_)
-      profiler_->add(ph, s.call.name(), profiler::since(t0));
+    int rc;
+    {
+      scoped_time timed(profiler_, ph, s.call.name().c_str());
+      rc = s.call(args.data());
+    }
     if (iface_)
       for (std::size_t i = 0; i < s.args.size(); ++i)
         if (s.args[i].kind == role::picked)
@@ -298,7 +299,7 @@ void executor::pick(const int*& ids, const float*& log_probs) {
 // overwritten is read through the scratch buffer. Copies go where the data lives
 // (the device, on a GPU).
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
-  const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
+  scoped_time timed(profiler_, phase::decode, "reorder_caches");
   const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };
   for (const std::string& key : caches_) { // storage (d_k, heads, position, batch)
     fbuffer& c = acts_.at(key);
@@ -309,8 +310,6 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
       if (parent[std::size_t(r)] != r)
         copy_row(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 2, len);
   }
-  if (profiler_)
-    profiler_->add(phase::decode, "reorder_caches", profiler::since(t0));
 }
 
 void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
@@ -328,7 +327,7 @@ int executor::batch_dim_of(const std::string& key) const {
 }
 
 void executor::keep_rows(const std::vector<int>& keep, int len) {
-  const auto t0 = profiler_ ? profiler::clock::now() : profiler::clock::time_point{};
+  scoped_time timed(profiler_, phase::decode, "keep_rows");
   for (std::size_t i = 0; i < keep.size(); ++i)
     if (keep[i] < int(i) || keep[i] >= rows_ || (i > 0 && keep[i] <= keep[i - 1]))
       throw error("keep_rows: rows must be ascending and below " + std::to_string(rows_));
@@ -343,8 +342,6 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
   }
   rows_ = int(keep.size());
   upload(src_lengths_);
-  if (profiler_)
-    profiler_->add(phase::decode, "keep_rows", profiler::since(t0));
 }
 
 // The decoder layers read the encoder output as the activation "memory".

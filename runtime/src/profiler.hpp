@@ -27,23 +27,29 @@ private:
   std::map<std::pair<phase, std::string>, std::size_t> index_;
 };
 
-// Times a scope into `p`'s phase wall time when `p` is not null.
-class phase_timer {
+// Times a scope into `p` when `p` is not null: as the time of `what` (a kernel or
+// host step) in phase `ph`, or, without `what`, as the phase's wall time.
+class scoped_time {
 public:
-  phase_timer(profiler* p, phase ph) : p_(p), ph_(ph) {
+  scoped_time(profiler* p, phase ph, const char* what = nullptr) : p_(p), ph_(ph), what_(what) {
     if (p_)
       t0_ = profiler::clock::now();
   }
-  ~phase_timer() {
-    if (p_)
+  ~scoped_time() {
+    if (!p_)
+      return;
+    if (what_)
+      p_->add(ph_, what_, profiler::since(t0_));
+    else
       p_->add_wall(ph_, profiler::since(t0_));
   }
-  phase_timer(const phase_timer&) = delete;
-  phase_timer& operator=(const phase_timer&) = delete;
+  scoped_time(const scoped_time&) = delete;
+  scoped_time& operator=(const scoped_time&) = delete;
 
 private:
   profiler* p_;
   phase ph_;
+  const char* what_;
   profiler::clock::time_point t0_{};
 };
 
