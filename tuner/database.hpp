@@ -17,8 +17,10 @@ struct record {
   std::string kernel, knob_section, shape, dtype = "f32", target, hardware, halformer_version, halide_version;
   std::map<std::string, int> knobs;
   int schedule_revision = 1; // the schedule code's revision when measured (records before revisions: 1)
-  std::string status;        // ok | wrong | kernel_error | compile_error | link_error | crash | timeout
-  std::string source;        // default | random | mutation | enumeration | autoscheduler:<name> | confirm
+  // ok | wrong | kernel_error | compile_error | link_error | crash | timeout (the per-step limit) |
+  // over_budget (stopped at the end of the tuning budget: not a verdict on the candidate)
+  std::string status;
+  std::string source; // default | seed | random | mutation | enumeration | autoscheduler:<name> | confirm
   double median_ms = 0, min_ms = 0, max_ms = 0, gflops = 0, gbps = 0, max_error = 0;
   nlohmann::json settings;
   std::string detail, when;

@@ -114,17 +114,56 @@ void report(const search& s, const kernel_info& k, const tune_options& o, const 
   std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
 }
 
-// Confirmation: the search keeps each candidate's one measurement, and the
-// lowest of many noisy medians is optimistic. The finalists and the default are
-// measured again, side by side over several rounds; the build trusts these records.
-void confirm(const toolchain& t, const kernel_info& k, const tune_options& o, const database& db, const hardware& hw,
-             const search& s, const knob_set& defaults, tune_result& result) {
+// The confirmation round's candidates: the fastest finalists and the default.
+std::vector<const record*> finalists(const search& s, const knob_set& defaults, const tune_options& o) {
   auto top = s.fastest(std::size_t(std::max(0, o.finalists)));
   if (auto d = s.seen.find(defaults);
       d != s.seen.end() && d->second.verified() && std::find(top.begin(), top.end(), &d->second) == top.end())
     top.push_back(&d->second);
+  return top;
+}
+
+// What a confirmation round of these finalists will cost: a build each and `rounds`
+// runs each, as long as their search measurements took (a resumed record without
+// timings counts as the average of those with).
+struct confirm_cost {
+  double build_s = 0, run_s = 0; // summed over the finalists
+  double total(int rounds) const { return build_s + rounds * run_s; }
+};
+confirm_cost cost_of(const std::vector<const record*>& top) {
+  confirm_cost c;
+  int timed = 0;
+  for (const record* r : top)
+    if (r->settings.contains("build_s")) {
+      c.build_s += r->settings["build_s"].get<double>(), c.run_s += r->settings["run_s"].get<double>();
+      ++timed;
+    }
+  if (timed > 0 && timed < int(top.size()))
+    c.build_s *= double(top.size()) / timed, c.run_s *= double(top.size()) / timed;
+  return c;
+}
+
+double seconds_left(const tune_options& o) {
+  return std::chrono::duration<double>(*o.deadline - std::chrono::steady_clock::now()).count();
+}
+
+// Confirmation: the search keeps each candidate's one measurement, and the
+// lowest of many noisy medians is optimistic. The finalists and the default are
+// measured again, side by side over as many rounds as the budget has left (at
+// most confirm_rounds); the build trusts these records.
+void confirm(const toolchain& t, const kernel_info& k, tune_options o, const database& db, const hardware& hw,
+             const search& s, const knob_set& defaults, tune_result& result) {
+  const auto top = finalists(s, defaults, o);
   if (o.confirm_rounds <= 0 || top.size() <= 1)
     return;
+  const confirm_cost cost = cost_of(top);
+  const double left = seconds_left(o);
+  o.confirm_rounds = std::min(o.confirm_rounds, cost.run_s > 0 ? int((left - cost.build_s) / cost.run_s) : 1);
+  if (o.confirm_rounds < 1) {
+    std::fprintf(stderr, "[tune %s %s] no time left to confirm the finalists (%.0f s needed, %.0f s left)\n",
+                 k.name.c_str(), o.shape.c_str(), cost.total(1), std::max(0.0, left));
+    return;
+  }
   std::vector<built_candidate> built;
   for (const record* r : top)
     built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
@@ -158,15 +197,23 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   const knob_space& space = space_for(c, k, o.isa);
   const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
   search s(space, o);
-  // Resume: every record of this kernel, shape, target and machine counts as evaluated.
-  for (auto& r : db.load())
+  // Resume: every record of this kernel, shape, target and machine counts as
+  // evaluated (but one the budget stopped may run again).
+  const auto records = db.load();
+  for (auto& r : records)
     if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
-        r.schedule_revision == k.revision && !r.confirmed())
+        r.schedule_revision == k.revision && !r.confirmed() && r.status != "over_budget")
       s.seen[r.knobs] = r;
 
   tune_result result;
   const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
+  if (s.seen.empty() && !is_gpu(o.isa))
+    for (const auto& seed : seeds_from_similar_hardware(records, k, o.shape, target, hw_key, space, 3)) {
+      queue.emplace_back(seed.knobs, "seed");
+      std::fprintf(stderr, "[tune %s %s] seeded with %s, tuned on %s\n", k.name.c_str(), o.shape.c_str(),
+                   knobs_text(seed.knobs).c_str(), seed.hardware.c_str());
+    }
   for (int i = 0; i < o.initial_random; ++i)
     queue.emplace_back(s.random_set(), "random");
   // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
@@ -178,9 +225,18 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // The search stops where the last trial's duration would run into the time the
+  // confirmation round needs; a trial (an autoscheduler's compile) stops there.
+  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(o.budget_s));
+  const auto confirm_reserve = [&] {
+    const auto top = finalists(s, defaults, o);
+    return top.size() > 1 ? cost_of(top).total(o.confirm_rounds) : 0.0;
+  };
+  tune_options trial_o = o;
   double last_trial_s = 0;
   const bool tty = isatty(2);
-  while (result.trials < o.max_trials && elapsed() + last_trial_s < o.budget_s) {
+  while (result.trials < o.max_trials && elapsed() + last_trial_s + confirm_reserve() < o.budget_s) {
     knob_set cand;
     std::string source;
     if (!queue.empty()) {
@@ -192,13 +248,20 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     }
     if (s.seen.count(cand))
       continue;
+    trial_o.deadline = end - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(confirm_reserve()));
     const double t0 = elapsed();
-    record r = measure(t, k, cand, o, hw, source);
+    record r = measure(t, k, cand, trial_o, hw, source);
     last_trial_s = elapsed() - t0;
     db.append(r);
-    s.seen[cand] = r;
     ++result.trials;
     result.failed += r.verified() ? 0 : 1;
+    if (r.status == "over_budget") {
+      result.stopped.push_back(r.detail);
+      std::fprintf(stderr, "%s[tune %s %s] %s\n", tty ? "\n" : "", k.name.c_str(), o.shape.c_str(), r.detail.c_str());
+      continue;
+    }
+    s.seen[cand] = r;
     report(s, k, o, result, defaults, elapsed(), tty);
   }
   if (tty)
@@ -207,7 +270,9 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     result.best = *b;
   if (auto d = s.seen.find(defaults); d != s.seen.end())
     result.defaults = d->second;
-  confirm(t, k, o, db, hw, s, defaults, result);
+  tune_options confirm_o = o;
+  confirm_o.deadline = end;
+  confirm(t, k, confirm_o, db, hw, s, defaults, result);
   return result;
 }
 

@@ -29,11 +29,48 @@ std::string now_iso() {
   return buf;
 }
 
+step_limit step_limit_of(const tune_options& o) {
+  if (!o.deadline)
+    return {o.candidate_timeout_s, false};
+  const double left = std::chrono::duration<double>(*o.deadline - std::chrono::steady_clock::now()).count();
+  if (left >= o.candidate_timeout_s)
+    return {o.candidate_timeout_s, false};
+  return {std::max(0.0, left), true};
+}
+
 namespace {
 // A candidate step failed: its status, and the child's description and stderr.
 void set_failure(record& r, const std::string& status, const process_result& p) {
   r.status = status;
   r.detail = p.describe() + ": " + (p.err.size() > 600 ? p.err.substr(0, 600) + "..." : p.err);
+}
+
+// A child step that ran out of time: past the per-step limit (a verdict on the
+// candidate), or stopped at the end of the budget (not one).
+void set_timeout(record& r, const std::string& step, const step_limit& limit, const process_result& p) {
+  if (!limit.by_deadline)
+    return set_failure(r, step == "run" ? "timeout" : step + "_error", p);
+  const std::string a = autoscheduler_of(r.knobs);
+  char left[32];
+  std::snprintf(left, sizeof left, "%.1f", limit.seconds);
+  r.status = "over_budget";
+  r.detail = (a.empty() ? "the candidate's " + step : a + "'s " + step) + " could not finish in the " + left +
+             " s left of the budget, and was stopped";
+}
+
+// Runs one child step of a candidate within its limit; false (and `r` says why) if it failed.
+bool run_step(record& r, const std::string& step, const std::vector<std::string>& argv, const tune_options& o,
+              process_result* out = nullptr) {
+  const step_limit limit = step_limit_of(o);
+  process_result p = run_process(argv, limit.seconds);
+  const bool ok = p.ok();
+  if (p.timed_out)
+    set_timeout(r, step, limit, p);
+  else if (!ok && step != "run")
+    set_failure(r, step + "_error", p);
+  if (out)
+    *out = std::move(p);
+  return ok;
 }
 } // namespace
 
@@ -85,18 +122,14 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
                                   "estimates=" + estimates_of(o.shape)})
       gen.push_back(arg);
   }
-  auto fail = [&](const std::string& status, const process_result& p) {
-    set_failure(r, status, p);
-    return std::move(c);
-  };
-  if (auto p = run_process(gen, o.candidate_timeout_s); !p.ok())
-    return fail("compile_error", p);
+  if (!run_step(r, "compile", gen, o))
+    return c;
   const std::string exe = c.dir + "/harness";
-  if (auto p = run_process({t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a",
-                            c.dir + "/candidate.a", t.runtime_lib, "-lpthread", "-ldl", "-lm"},
-                           o.candidate_timeout_s);
-      !p.ok())
-    return fail("link_error", p);
+  if (!run_step(r, "link",
+                {t.cxx, "-o", exe, t.harness_dir + "/libtuner_harness_" + k.name + ".a", c.dir + "/candidate.a",
+                 t.runtime_lib, "-lpthread", "-ldl", "-lm"},
+                o))
+    return c;
   c.exe = exe;
   return c;
 }
@@ -112,13 +145,14 @@ record run(const built_candidate& c, const tune_options& o) {
                                 "--min-ms",  std::to_string(o.min_sample_ms)};
   if (is_gpu(o.isa))
     argv.insert(argv.end(), {"--device", o.isa});
-  const auto p = run_process(argv, o.candidate_timeout_s);
+  process_result p;
+  run_step(r, "run", argv, o, &p);
   auto fail = [&](const std::string& status) {
     set_failure(r, status, p);
     return r;
   };
   if (p.timed_out)
-    return fail("timeout");
+    return r;
   if (p.signal)
     return fail("crash");
   json j;
@@ -164,20 +198,22 @@ record pool(const std::vector<record>& runs) {
 std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, const std::string& what) {
   std::vector<std::vector<record>> results(runs.size());
   const bool tty = isatty(2);
-  for (int round = 0; round < rounds; ++round)
-    for (std::size_t i = 0; i < runs.size(); ++i) {
+  record stopped; // the run the budget's end cut short: no more rounds, and it does not count
+  for (int round = 0; round < rounds && stopped.status.empty(); ++round)
+    for (std::size_t i = 0; i < runs.size() && stopped.status.empty(); ++i) {
       const std::size_t c = (i + std::size_t(round)) % runs.size();
       if (!results[c].empty() && !results[c].back().verified())
         continue; // failed once: not run again
       std::fprintf(stderr, tty ? "\r[%s] round %d/%d: %s\033[K" : "[%s] round %d/%d: %s\n", what.c_str(), round + 1,
                    rounds, runs[c].name.c_str());
-      results[c].push_back(runs[c].once());
+      record r = runs[c].once();
+      (r.status == "over_budget" ? stopped : results[c].emplace_back()) = std::move(r);
     }
   if (tty)
     std::fprintf(stderr, "\n");
   std::vector<record> out;
   for (const auto& r : results)
-    out.push_back(pool(r));
+    out.push_back(r.empty() ? stopped : pool(r));
   return out;
 }
 
@@ -197,8 +233,17 @@ const record* choose_confirmed(const std::vector<record>& confirmed, const knob_
 
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+  const auto seconds_since = [](auto t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto t0 = std::chrono::steady_clock::now();
   const built_candidate c = build(t, k, knobs, o, hw, source, generator_args);
-  return run(c, o);
+  const double build_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  record r = run(c, o);
+  r.settings["build_s"] = build_s;
+  r.settings["run_s"] = seconds_since(t1);
+  return r;
 }
 
 } // namespace halformer::tuner

@@ -8,8 +8,10 @@
 #include "export_knobs.hpp"
 #include "hardware.hpp"
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,7 +75,17 @@ struct tune_options {
   int confirm_rounds = 3;
   // The confirmed winner replaces the default only when faster by this fraction.
   double adopt_margin = 0.03;
+  // No child step (compile, link, run) outlives this point; tune() sets it to
+  // budget_s from its start. A step cut short by it is recorded "over_budget".
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+// A child step's time limit: the per-step limit, or what is left before the deadline.
+struct step_limit {
+  double seconds;
+  bool by_deadline; // the deadline is the tighter of the two
+};
+step_limit step_limit_of(const tune_options& o);
 
 std::string target_of_isa(const std::string& isa); // Halide target string
 bool is_gpu(const std::string& isa);               // opencl (cuda: not measurable yet)
@@ -120,7 +132,8 @@ std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, 
 // and the hand default is the schedule with a stated reason).
 const record* choose_confirmed(const std::vector<record>& confirmed, const knob_set& defaults, double margin);
 
-// Measures one candidate (compile, link, verify, time) and returns its record.
+// Measures one candidate (compile, link, verify, time) and returns its record,
+// with the seconds its build and its run took (settings build_s, run_s).
 // `generator_args` are extra generator arguments (e.g. an autoscheduler plugin).
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args = {});
@@ -128,10 +141,24 @@ record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, 
 struct tune_result {
   record best, defaults; // best: the confirmation round's winner (or the search's, without one)
   int trials = 0, failed = 0;
+  std::vector<std::string> stopped; // candidates the budget's end stopped, and why
 };
 // Searches until the budget or the trial count is spent; resumes from the database.
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel, const tune_options& o,
                  const database& db, const hardware& hw);
+
+// When this machine has no records of a kernel at a shape, the knob sets that the
+// most similar other hardware tuned there: the same Halide target first, then the
+// most vector features in common, then the nearest core count; its chosen record
+// first, then its fastest verified ones, at most `n`, each inside `space`. They are
+// candidates to measure here, never adopted unmeasured.
+struct seed {
+  knob_set knobs;
+  std::string hardware; // the key it was tuned on
+};
+std::vector<seed> seeds_from_similar_hardware(const std::vector<record>& records, const kernel_info& k,
+                                              const std::string& shape, const std::string& target,
+                                              const std::string& this_hardware, const knob_space& space, std::size_t n);
 
 std::string now_iso();                          // "2026-11-22T21:52:47Z", records' time
 std::string knobs_text(const knob_set& k);      // "a=1,b=2"

@@ -11,6 +11,8 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,22 +23,31 @@ namespace halformer::cli {
 namespace tuner = halformer::tuner;
 
 double seconds_of(const std::string& text) {
+  const auto bad = [&] { return error("budget '" + text + "' is not a positive duration like 90s, 5m or 1h"); };
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
+    throw bad();
   }
   const std::string unit = text.substr(used);
-  if (unit == "" || unit == "s")
-    return v;
-  if (unit == "m")
-    return v * 60;
-  if (unit == "h")
-    return v * 3600;
-  throw error("--budget '" + text + "' is not a duration like 90s, 5m or 1h");
+  const double scale = unit == "" || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (scale == 0 || !(v > 0))
+    throw bad();
+  return v * scale;
 }
+
+namespace {
+std::string clock_text(double s) { return fmt::format("{}:{:02d}", int(s) / 60, int(s) % 60); }
+// The wall-clock time `s` seconds from now, "HH:MM" local.
+std::string time_after(double s) {
+  const std::time_t t = std::time(nullptr) + std::time_t(s);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M", std::localtime(&t));
+  return buf;
+}
+} // namespace
 
 std::string best_isa() {
   return halformer_cpu_supports("avx512") ? "avx512" : halformer_cpu_supports("avx2") ? "avx2" : "sse41";
@@ -62,8 +73,7 @@ std::string resolve_isa(const std::string& asked) {
 
 // The (kernel, shape) pairs a tune request names: a preset, a model directory's
 // shapes, or one kernel at one shape.
-std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape,
-                                          const tuner::catalog& cat) {
+std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape, const tuner::catalog& cat) {
   if (!r.preset.empty())
     return tuner::preset(r.preset);
   if (!r.model_dir.empty()) {
@@ -105,14 +115,20 @@ int tune(const tune_request& r, tuner::tune_options o) {
   const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
   const auto hw = tuner::this_machine();
   const tuner::database db(r.db_dir);
-  o.budget_s = seconds_of(r.budget);
   o.isa = resolve_isa(o.isa);
   const auto jobs = tune_jobs(r, o.shape, cat);
+  o.budget_s = r.total_budget.empty() ? seconds_of(r.budget) : seconds_of(r.total_budget) / double(jobs.size());
+  const double total_s = o.budget_s * double(jobs.size());
   fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
              tuner::hardware_key(hw, o.isa), o.isa, db.file());
+  fmt::print(stderr, "budget: {} per pair, {} in all: done by about {}\n", clock_text(o.budget_s), clock_text(total_s),
+             time_after(total_s));
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& job : jobs) {
     o.shape = job.shape;
     const auto res = tuner::tune(tools, cat, job.kernel, o, db, hw);
+    for (const auto& why : res.stopped)
+      fmt::print("{} {}: stopped: {}\n", job.kernel, job.shape, why);
     if (res.best.status.empty()) {
       fmt::print("{} {}: no verified candidate in {} trials\n", job.kernel, job.shape, res.trials);
       continue;
@@ -126,6 +142,8 @@ int tune(const tune_request& r, tuner::tune_options o) {
   }
   if (!tuner::is_gpu(o.isa)) // GPU schedules keep one knob file per API (schedules/knobs/gpu.json)
     write_knob_file(r, jobs, tools, cat, db, hw);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("tuned {} pairs in {} (budget {})\n", jobs.size(), clock_text(took), clock_text(total_s));
   return 0;
 }
 

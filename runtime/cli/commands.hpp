@@ -17,7 +17,8 @@ std::string resolve_isa(const std::string& asked);
 struct tune_request {
   std::string kernel, preset, model_dir; // what to tune: one kernel (with --shape), a preset, or a model
   int prefill_tokens = 128, batch = 8;   // a model's shapes: prefill length and batch
-  std::string budget = "5m", db_dir;
+  std::string budget = "5m", db_dir;     // budget: per kernel/shape pair
+  std::string total_budget;              // else: the whole run's, shared evenly by the pairs
   std::string knob_file; // where to write the knob file (default: this hardware's in schedules/knobs/tuned)
 };
 int tune(const tune_request& r, tuner::tune_options o);

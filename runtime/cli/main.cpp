@@ -218,7 +218,13 @@ CLI::App* add_tune(CLI::App& app, options& p) {
   tune_cmd->add_option("--knob-file", tr.knob_file,
                        "write the knob file here (default: this hardware's in schedules/knobs/tuned, which the "
                        "build uses)");
-  tune_cmd->add_option("--budget", tr.budget, "time per kernel and shape: 90s, 5m, 1h");
+  auto* budget_opt = tune_cmd->add_option(
+      "--budget", tr.budget,
+      "wall time per kernel and shape, compiles and confirmation included: 90s, 5m, 1h (default 5m)");
+  tune_cmd
+      ->add_option("--total-budget", tr.total_budget,
+                   "wall time of the whole run, shared evenly by its kernel/shape pairs: 15m")
+      ->excludes(budget_opt);
   tune_cmd
       ->add_option("--trials", to.max_trials,
                    "at most this many new candidates per kernel and shape (0: only re-confirm the finalists)")

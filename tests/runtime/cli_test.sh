@@ -71,12 +71,18 @@ done
 grep -q "<svg" "$tmp/layernorm_batch-1_d_model-64_t-4.svg" || fail "compare chart is not SVG"
 rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
+expect_error "not a positive duration" "$bin" tune --kernel layernorm --shape t=1 --budget 0s --db "$(mktemp -d)"
+expect_error "excludes" "$bin" tune --preset transformer-base --budget 1s --total-budget 1m
 # tune --model: every kernel at the model's own shapes (one candidate each: the
 # default), then the knob file the build takes holds a set per kernel and bucket,
 # from the records at this model's shapes.
 tmp=$(mktemp -d)
 "$bin" tune --model "$model" --prefill-tokens 6 --batch 3 --trials 1 --finalists 0 --confirm-rounds 0 --samples 2 \
-  --min-ms 1 --db "$tmp/db" --knob-file "$tmp/knobs.json" >"$tmp/log" 2>&1 || fail "tune --model: $(tail -3 "$tmp/log")"
+  --min-ms 1 --total-budget 24m --db "$tmp/db" --knob-file "$tmp/knobs.json" >"$tmp/log" 2>&1 ||
+  fail "tune --model: $(tail -3 "$tmp/log")"
+# The whole run's budget, shared by its 24 pairs, is printed before it starts.
+grep -q "budget: 1:00 per pair, 24:00 in all" "$tmp/log" || fail "tune prints no total budget: $(head -3 "$tmp/log")"
+grep -q "tuned 24 pairs in" "$tmp/log" || fail "tune prints no total time"
 /usr/bin/python3 -c "
 import json, sys
 j = json.load(open('$tmp/knobs.json')); c = json.load(open('$model/config.json'))

@@ -4,6 +4,7 @@
 // on the hardware identity, and a miss falls back to the defaults, saying so.
 #include "database.hpp"
 #include "export_knobs.hpp"
+#include "support.hpp"
 #include "tuner.hpp"
 
 #include <catch2/catch.hpp>
@@ -16,36 +17,7 @@
 
 namespace fs = std::filesystem;
 using namespace halformer::tuner;
-
-namespace {
-struct temp_dir {
-  std::string path;
-  explicit temp_dir(const std::string& tag)
-      : path((fs::temp_directory_path() / ("halformer_tuner_" + tag + "_" + std::to_string(::getpid()))).string()) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-};
-
-toolchain real_tools(const std::string& work) {
-  toolchain t = toolchain::from_json_file(std::string(HALFORMER_SHARE) + "/tuner_paths.json");
-  t.work_dir = work;
-  return t;
-}
-catalog real_catalog() {
-  return catalog::from_json_files(std::string(HALFORMER_SHARE) + "/kernels.json",
-                                  std::string(HALFORMER_SHARE) + "/knob_spaces.json");
-}
-tune_options small_layernorm() {
-  tune_options o;
-  o.shape = canonical_shape("d_model=64,t=16,batch=2");
-  o.isa = "sse41";
-  o.samples = 3, o.min_sample_ms = 2, o.threads = 1, o.candidate_timeout_s = 20;
-  return o;
-}
-knob_set with_rows_per_task(int v) { return {{"rows_per_task", v}, {"vectorize_reductions", 1}, {"vectors", 1}}; }
-} // namespace
+using namespace halformer::tuner::testing;
 
 TEST_CASE("wrong, crashing, hanging and uncompilable candidates are recorded, not chosen", "[tuner]") {
   temp_dir work("fake");

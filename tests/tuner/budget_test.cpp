@@ -1,0 +1,125 @@
+// A tuning budget is kept: no child step (an autoscheduler's compile included)
+// outlives it, and the confirmation round fits in it. A machine without records
+// starts its search from the most similar hardware's, measured here.
+#include "database.hpp"
+#include "support.hpp"
+#include "tuner.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+using namespace halformer::tuner;
+using namespace halformer::tuner::testing;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+} // namespace
+
+TEST_CASE("an autoscheduler that cannot finish in the budget is stopped and reported", "[tuner][budget]") {
+  temp_dir work("budget_stop");
+  toolchain t = real_tools(work.path);
+  t.generator = FAKE_GENERATOR; // its autoscheduler runs never finish
+  auto o = small_layernorm();
+  o.budget_s = 4, o.candidate_timeout_s = 600, o.initial_random = 0; // the budget, not the step limit, must stop it
+  database db(work.path + "/db");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = tune(t, real_catalog(), "layernorm", o, db, this_machine());
+  const double took = seconds_since(start);
+  INFO("took " << took << " s");
+  CHECK(took <= o.budget_s * 1.1);
+  REQUIRE(r.stopped.size() == 1);
+  CHECK_THAT(r.stopped[0], Catch::Contains("Adams2019") && Catch::Contains("left of the budget"));
+  const auto records = db.load();
+  CHECK(std::count_if(records.begin(), records.end(), [](const record& x) { return x.status == "over_budget"; }) == 1);
+
+  // A budget's stop is not a verdict: a resumed search may run that autoscheduler again.
+  o.budget_s = 3;
+  const auto again = tune(t, real_catalog(), "layernorm", o, db, this_machine());
+  REQUIRE(again.stopped.size() == 1);
+  CHECK_THAT(again.stopped[0], Catch::Contains("Adams2019"));
+}
+
+TEST_CASE("a search and its confirmation round end within the budget", "[tuner][budget]") {
+  temp_dir work("budget_fit");
+  const toolchain t = real_tools(work.path);
+  auto o = small_layernorm();
+  o.budget_s = 15, o.max_trials = 1000;
+  database db(work.path + "/db");
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = tune(t, real_catalog(), "layernorm", o, db, this_machine());
+  const double took = seconds_since(start);
+  INFO("took " << took << " s, " << r.trials << " trials");
+  CHECK(took <= o.budget_s * 1.1);
+  CHECK(r.trials >= 2);
+  CHECK(r.best.confirmed()); // the search left the confirmation round its time
+  for (const auto& rec : db.load())
+    if (rec.source != "confirm") {
+      CHECK(rec.settings.value("build_s", -1.0) > 0); // what the confirmation's reserve is estimated from
+      CHECK(rec.settings.value("run_s", -1.0) >= 0);
+    }
+}
+
+namespace {
+record tuned_elsewhere(const std::string& hardware, const std::string& target, const knob_set& knobs, double ms) {
+  record r;
+  r.kernel = "layernorm", r.knob_section = "layernorm", r.shape = small_layernorm().shape;
+  r.target = target, r.hardware = hardware, r.knobs = knobs, r.status = "ok", r.median_ms = ms;
+  r.source = "random", r.schedule_revision = real_catalog().kernel("layernorm").revision;
+  return r;
+}
+knob_set layernorm_knobs(int rows, int vectors) {
+  return {{"rows_per_task", rows}, {"vectorize_reductions", 1}, {"vectors", vectors}};
+}
+} // namespace
+
+TEST_CASE("seeds come from the most similar hardware, best first", "[tuner][seed]") {
+  const auto c = real_catalog();
+  const auto& k = c.kernel("layernorm");
+  const std::string shape = small_layernorm().shape, avx2 = target_of_isa("avx2"), sse = target_of_isa("sse41");
+  const std::string here = "AMD EPYC|avx,avx2,fma,sse4_1|2";
+  std::vector<record> db{
+      tuned_elsewhere("Intel Xeon|avx,avx2,avx512f,fma,sse4_1|8", target_of_isa("avx512"), layernorm_knobs(1, 1), 1),
+      tuned_elsewhere("AMD EPYC|avx,avx2,fma,sse4_1|4", avx2, layernorm_knobs(4, 1), 2.0),
+      tuned_elsewhere("AMD EPYC|avx,avx2,fma,sse4_1|4", avx2, layernorm_knobs(16, 2), 1.5),
+      tuned_elsewhere("AMD EPYC|avx,avx2,fma,sse4_1|4", avx2, layernorm_knobs(16, 2), 1.4), // same knobs: one seed
+      tuned_elsewhere(here, avx2, layernorm_knobs(2, 2), 0.1), // this machine's own: never a seed
+      tuned_elsewhere("AMD EPYC|avx,avx2,fma,sse4_1|4", avx2, {{"rows_per_task", 3}}, 0.1), // outside the space
+  };
+  db.back().knobs["not_a_knob"] = 1;
+  const auto space = c.spaces.at("layernorm");
+  const auto seeds = seeds_from_similar_hardware(db, k, shape, avx2, here, space, 3);
+  REQUIRE(seeds.size() == 2);
+  CHECK(seeds[0].knobs == layernorm_knobs(16, 2)); // the fastest first
+  CHECK(seeds[1].knobs == layernorm_knobs(4, 1));
+  CHECK(seeds[0].hardware == "AMD EPYC|avx,avx2,fma,sse4_1|4");
+  // Tuning for another target, the AVX-512 machine is no nearer: the features decide.
+  CHECK(seeds_from_similar_hardware(db, k, shape, sse, here, space, 1).at(0).hardware ==
+        "AMD EPYC|avx,avx2,fma,sse4_1|4");
+  CHECK(seeds_from_similar_hardware(db, k, "batch=3,d_model=64,t=16", avx2, here, space, 3).empty());
+}
+
+TEST_CASE("a machine without records is seeded, and the seed is measured here", "[tuner][seed]") {
+  temp_dir work("seed");
+  const toolchain t = real_tools(work.path);
+  auto o = small_layernorm();
+  o.initial_random = 0, o.max_trials = 2, o.confirm_rounds = 0, o.budget_s = 120;
+  database db(work.path + "/db");
+  const knob_set theirs = layernorm_knobs(16, 1);
+  db.append(tuned_elsewhere("Some Other CPU|avx,avx2,fma,sse4_1|16", target_of_isa(o.isa), theirs, 0.01));
+  const auto hw = this_machine();
+  tune(t, real_catalog(), "layernorm", o, db, hw);
+  bool measured_here = false;
+  for (const auto& r : db.load())
+    if (r.source == "seed") {
+      CHECK(r.knobs == theirs);
+      CHECK(r.hardware == hw.key());
+      CHECK(r.verified());
+      CHECK(r.median_ms != 0.01);
+      measured_here = true;
+    }
+  CHECK(measured_here);
+}
