@@ -223,7 +223,7 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
   {
     scoped_time timed(e.profiling(), phase::encode);
     e.encode(ids, lengths);
-    e.project_memory(); // once per source, then repeated for its beams
+    e.project_memory(); // once per source: its beams share the cross-attention keys and values
     e.expand(o.beam);
   }
   scoped_time timed(e.profiling(), phase::decode);

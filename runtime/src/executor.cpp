@@ -17,6 +17,15 @@ namespace layers = dsl::layers;
 // so shifting the mins renumbers the coordinates and changes nothing else.
 void renumber(fbuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
 
+// The k rows of each source as k positions of one batch row: (.., t = 1, .., rows)
+// becomes (.., t = k, .., rows / k), the same memory (a position steps one row).
+void group_rows(fbuffer& b, int seq_dim, int batch_dim, int k) {
+  halide_dimension_t& t = b.raw_buffer()->dim[seq_dim];
+  halide_dimension_t& batch = b.raw_buffer()->dim[batch_dim];
+  t.min = 0, t.extent = k, t.stride = batch.stride;
+  batch.extent /= k, batch.stride *= k;
+}
+
 template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
   return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
 }
@@ -120,7 +129,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
     upload(*b);
 }
 
-fbuffer executor::view(const operand& o) const {
+fbuffer executor::view(const operand& o, bool grouped) const {
   if (o.kind == role::weight)
     return *o.weight;
   if (o.kind == role::cache) {
@@ -136,7 +145,9 @@ fbuffer executor::view(const operand& o) const {
   if (o.seq_dim >= 0)
     b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
   if (o.batch_dim >= 0)
-    b.crop(o.batch_dim, 0, rows_);
+    b.crop(o.batch_dim, 0, o.kind == role::per_source ? sources() : rows_);
+  if (grouped && o.kind == role::activation && o.seq_dim >= 0 && o.batch_dim >= 0)
+    group_rows(b, o.seq_dim, o.batch_dim, group_);
   return b;
 }
 
@@ -186,16 +197,16 @@ void executor::run(const plan& p, phase ph) {
     std::array<ibuffer, max_step_args> ints;
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const operand& o = s.args[i];
-      if (o.integers) { // lengths (rows), the call's tokens (as given), picked ids (1, rows)
+      if (o.integers) { // lengths (rows; sources'), the call's tokens (as given), picked ids (1, rows)
         ints[i] = o.kind == role::tokens    ? *o.integers
-                  : o.kind == role::lengths ? o.integers->cropped(0, 0, rows_)
+                  : o.kind == role::lengths ? o.integers->cropped(0, 0, o.integers == &src_lengths_ ? sources() : rows_)
                                             : o.integers->cropped(1, 0, rows_);
         args[i] = ints[i].raw_buffer();
       } else if (dsl::layers::is_scalar(o.kind)) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
       } else {
-        bufs[i] = staged(o) ? staging(o) : view(o);
+        bufs[i] = staged(o) ? staging(o) : view(o, s.reads_per_source && group_ > 1);
         args[i] = bufs[i].raw_buffer();
       }
     }
@@ -218,7 +229,7 @@ void executor::run(const plan& p, phase ph) {
 }
 
 void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
-  rows_ = ids.dim(1).extent(), src_ = ids.dim(0).extent(), t_ = 0, pos_ = 0;
+  rows_ = ids.dim(1).extent(), src_ = ids.dim(0).extent(), t_ = 0, pos_ = 0, group_ = 1;
   reserve(rows_, src_, 1);
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
@@ -236,21 +247,11 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
 }
 
 void executor::expand(int k) {
-  if (k == 1)
-    return;
+  if (k < 1 || group_ != 1)
+    throw error("expand: rows are expanded once, by k >= 1");
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
-  // Backwards, so that no row is overwritten before it is copied.
-  for (int r = rows_ - 1; r >= 0; --r)
-    for (int j = k - 1; j >= 0; --j) {
-      if (r * k + j == r)
-        continue;
-      for (const std::string& key : per_source_)
-        copy_row(acts_.at(key), r, acts_.at(key), r * k + j, batch_dim_of(key), -1, 0);
-      src_lengths_(r * k + j) = src_lengths_(r);
-    }
-  rows_ *= k;
-  upload(src_lengths_);
+  rows_ *= k, group_ = k;
 }
 
 void executor::project_memory() { run(cross_, phase::encode); }
@@ -259,6 +260,8 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   t_ = ids.dim(0).extent(), pos_ = pos;
   if (ids.dim(1).extent() != rows_)
     throw error("decode: token rows differ from the encoded batch");
+  if (group_ > 1 && t_ != 1)
+    throw error("decode: expanded rows decode one position per call, not " + std::to_string(t_));
   if (pos + t_ > tgt_cap_)
     throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
   for (int r = 0; r < rows_; ++r)
@@ -328,24 +331,31 @@ int executor::batch_dim_of(const std::string& key) const {
 
 void executor::keep_rows(const std::vector<int>& keep, int len) {
   scoped_time timed(profiler_, phase::decode, "keep_rows");
+  const std::size_t k = std::size_t(group_);
   for (std::size_t i = 0; i < keep.size(); ++i)
     if (keep[i] < int(i) || keep[i] >= rows_ || (i > 0 && keep[i] <= keep[i - 1]))
       throw error("keep_rows: rows must be ascending and below " + std::to_string(rows_));
-  for (int i = 0; i < int(keep.size()); ++i) {
-    if (keep[std::size_t(i)] == i)
+  for (std::size_t i = 0; i < keep.size(); ++i)
+    if (keep.size() % k != 0 || keep[i] != keep[i / k * k] + int(i % k) || keep[i / k * k] % int(k) != 0)
+      throw error("keep_rows: rows must be whole sources' blocks of " + std::to_string(k));
+  for (int i = 0; i < int(keep.size()); ++i)
+    if (keep[std::size_t(i)] != i)
+      for (const std::string& key : caches_) // storage (d_k, heads, position, batch)
+        copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 2, len);
+  for (int s = 0; s < int(keep.size() / k); ++s) {
+    const int from = keep[std::size_t(s) * k] / int(k);
+    if (from == s)
       continue;
-    for (const std::string& key : caches_) // storage (d_k, heads, position, batch)
-      copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 2, len);
     for (const std::string& key : per_source_)
-      copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, batch_dim_of(key), -1, 0);
-    src_lengths_(i) = src_lengths_(keep[std::size_t(i)]);
+      copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
+    src_lengths_(s) = src_lengths_(from);
   }
   rows_ = int(keep.size());
   upload(src_lengths_);
 }
 
 // The decoder layers read the encoder output as the activation "memory".
-fbuffer executor::memory() const { return memory_->cropped(1, 0, src_).cropped(2, 0, rows_); }
+fbuffer executor::memory() const { return memory_->cropped(1, 0, src_).cropped(2, 0, sources()); }
 fbuffer executor::memory_on_host() {
   fbuffer m = memory();
   download(m);

@@ -52,9 +52,11 @@ public:
 
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
-  // Repeats every source row k times (row r -> rows r*k .. r*k + k-1), for beams:
-  // the cross-attention keys and values (so call it after project_memory(), which
-  // then projects each source once) and the source lengths.
+  // Gives every source k decoder rows (source r -> rows r*k .. r*k + k-1), for
+  // beams. Nothing per source is copied: the cross-attention keys and values and
+  // the source lengths stay one per source, and the cross-attention sees a
+  // source's k rows as k query positions of that source (one read of its keys and
+  // values serves every beam). Call it after project_memory().
   void expand(int k);
   // Projects memory() to every decoder layer's cross-attention keys and values.
   void project_memory();
@@ -70,10 +72,10 @@ public:
   void pick(const int*& ids, const float*& log_probs);
   // Row r of every self-attention cache becomes row parent[r] (positions < len).
   void reorder_caches(const std::vector<int>& parent, int len);
-  // Only the batch rows `keep` (ascending) stay, as rows 0 .. keep.size() - 1, of
-  // every self-attention cache (positions < len), per-source tensor and source
-  // length: finished sentences leave the batch, and later steps cost only the
-  // live rows.
+  // Only the batch rows `keep` (ascending; after expand(k), whole sources' blocks
+  // of k) stay, as rows 0 .. keep.size() - 1, of every self-attention cache
+  // (positions < len), and their sources' per-source tensors and lengths:
+  // finished sentences leave the batch, and later steps cost only the live rows.
   void keep_rows(const std::vector<int>& keep, int len);
 
   // Kernel times go to `p` (null: not profiled). On a GPU a kernel's time is its
@@ -81,9 +83,10 @@ public:
   void set_profiler(profiler* p) { profiler_ = p; }
   profiler* profiling() const { return profiler_; }
 
-  fbuffer memory() const;   // (d_model, src_len, rows), where the kernels keep it
+  fbuffer memory() const;   // (d_model, src_len, sources), where the kernels keep it
   fbuffer memory_on_host(); // the same, copied to the host first on a GPU
   int rows() const { return rows_; }
+  int sources() const { return rows_ / group_; }
 
   // Allocates every weight on `dev` and uploads it (nothing on the CPU).
   static void upload_weights(model_weights& w, device dev);
@@ -109,7 +112,8 @@ private:
   };
   struct step {
     kernel_call call;
-    std::vector<operand> args; // in the call's (the description's) order
+    std::vector<operand> args;     // in the call's (the description's) order
+    bool reads_per_source = false; // cross-attention: after expand(k), rows grouped by source
   };
   using plan = std::vector<step>;
   static constexpr std::size_t max_step_args = 16;
@@ -121,7 +125,7 @@ private:
                        bool decoder);
   void run(const plan& p, phase ph);
   scalar_value scalar(const operand& o) const;
-  fbuffer view(const operand& o) const;
+  fbuffer view(const operand& o, bool grouped = false) const;
   bool staged(const operand& o) const;
   fbuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success
@@ -161,6 +165,7 @@ private:
   profiler* profiler_ = nullptr;
   // The current call's extents.
   int rows_ = 0, src_ = 0, t_ = 0, pos_ = 0;
+  int group_ = 1; // decoder rows per source (expand())
 };
 
 } // namespace halformer
