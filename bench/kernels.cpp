@@ -77,7 +77,7 @@ std::vector<kcase> cases() {
     add("logits", phase, d + ",vocab=" + vocab + rows, false);
     add("softmax", phase, "n=" + cache + rows, false);
     add("greedy_pick", phase, "vocab=" + vocab + rows, false);
-    add("log_softmax", phase, "n=" + vocab + rows, false);
+    add("beam_candidates", phase, "vocab=" + vocab + rows, false);
   }
   return v;
 }

@@ -47,7 +47,7 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
       {"layernorm", "d_model=" + D + ",t=1,batch=" + B, false},
       {"add_layernorm", "d_model=" + D + ",t=" + T + ",batch=" + B, true},
       {"softmax", "n=" + T + ",t=" + T + ",batch=" + B, true},
-      {"log_softmax", "n=" + tgt + ",t=1,batch=" + B, true},
+      {"beam_candidates", "vocab=" + tgt + ",t=1,batch=" + B, true},
       {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + B, true},
       {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=1", false},
   };

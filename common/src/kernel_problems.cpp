@@ -4,6 +4,8 @@
 // shapes the kernel tests run each kernel at.
 #include "halformer/problems.hpp"
 
+#include "halformer/dsl/kernels.hpp"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -198,6 +200,26 @@ problem greedy_pick(shape_args& s) {
   return p;
 }
 
+problem beam_candidates(shape_args& s) {
+  problem p;
+  const int V = s["vocab"], T = s["t"], B = s["batch"], size = dsl::kernels::beam_candidates::chunk,
+            C = (V + size - 1) / size;
+  p.f_names = {"x", "chunk_max", "top_log_prob"}, p.outputs = {"chunk_max", "top_log_prob"};
+  p.make = [=] { return call_set{{random({V, T, B}, 3), fb(C, T, B), fb(T, B)}}; };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto x = ref::to_ref(c.f[0]);
+    const auto chunks = ref::chunk_maxima(x, size);
+    const auto best = ref::greedy_pick(x);
+    for (auto [t, b] : sample_rows(T, B)) {
+      for (int k = 0; k < C; ++k)
+        m.add(c.f[1](k, t, b), chunks(k, t, b)); // a maximum is exact: any miss is a large error
+      m.add(c.f[2](t, b), best.log_p[std::size_t(b) * T + t]);
+    }
+  };
+  p.flops = 4.0 * V * T * B, p.bytes = 4.0 * V * T * B;
+  return p;
+}
+
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
@@ -238,6 +260,7 @@ const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
       {"softmax", [](shape_args& a) { return softmax(a, false); }},
       {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
       {"greedy_pick", greedy_pick},
+      {"beam_candidates", beam_candidates},
       {"embedding", embedding}};
   return all;
 }
@@ -285,6 +308,9 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
       {"layernorm", {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1"}},
       {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1"}},
       {"greedy_pick", {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=1,t=1,batch=1"}},
+      // 333: five whole chunks and a short one; 64 and 65: one chunk, one entry over.
+      {"beam_candidates",
+       {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1"}}};
   static const std::map<std::string, std::string> family{{"ffn_relu", "ffn"},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace halformer {
 
@@ -43,6 +44,7 @@ public:
     keep_.reserve(live_.size());
     cands_.reserve(std::size_t(K_) * 2 * K_);
     best_.reserve(2 * std::size_t(K_) + 1);
+    sorted_chunks_.reserve(std::size_t(c.tgt_vocab / dsl::kernels::beam_candidates::chunk + 1));
   }
 
   void run() {
@@ -109,22 +111,39 @@ private:
     }
   }
 
-  // Beam b's 2K best tokens (ties: lower id), by insertion into a short list.
-  void propose(const float* row, int b, double score) {
+  // Beam b's (row r's) 2K best tokens (ties: lower id), by insertion into a short
+  // list. Log-probabilities are logit - max + top, monotone in the logit, so a
+  // token whose log-probability is below the 2K-th best chunk maximum's has 2K
+  // better tokens (one per such chunk): only chunks whose maximum reaches it are read.
+  void propose(const executor::beam_candidates& c, int r, int b, double score) {
+    const float* logit = &c.logits(0, 0, r);
+    const float* chunk_max = &c.chunk_max(0, 0, r);
+    const int chunks = c.chunk_max.dim(0).extent(), size = dsl::kernels::beam_candidates::chunk;
+    const float row_max = *std::max_element(chunk_max, chunk_max + chunks), top = c.top_log_prob(0, r);
+    const auto log_prob = [&](float x) { return (x - row_max) + top; };
+    sorted_chunks_.assign(chunk_max, chunk_max + chunks);
+    const int n = std::min(2 * K_, chunks);
+    std::nth_element(sorted_chunks_.begin(), sorted_chunks_.begin() + (n - 1), sorted_chunks_.end(),
+                     std::greater<float>());
+    const float threshold = log_prob(sorted_chunks_[std::size_t(n - 1)]);
     best_.clear();
-    for (int v = 0; v < c_.tgt_vocab; ++v) {
-      const candidate cand{score + double(row[v]), b, v};
-      if (int(best_.size()) == 2 * K_ && !(cand < best_.back()))
+    for (int k = 0; k < chunks; ++k) {
+      if (log_prob(chunk_max[k]) < threshold)
         continue;
-      best_.insert(std::upper_bound(best_.begin(), best_.end(), cand), cand);
-      if (int(best_.size()) > 2 * K_)
-        best_.pop_back();
+      for (int v = k * size; v < std::min(c_.tgt_vocab, (k + 1) * size); ++v) {
+        const candidate cand{score + double(log_prob(logit[v])), b, v};
+        if (int(best_.size()) == 2 * K_ && !(cand < best_.back()))
+          continue;
+        best_.insert(std::upper_bound(best_.begin(), best_.end(), cand), cand);
+        if (int(best_.size()) > 2 * K_)
+          best_.pop_back();
+      }
     }
     cands_.insert(cands_.end(), best_.begin(), best_.end());
   }
 
   void beam_step(int step) {
-    const fbuffer lp = e_.log_probs(); // (vocab, 1, rows)
+    const executor::beam_candidates c = e_.candidates();
     for (int r = 0; r < e_.rows(); ++r)
       parent_[std::size_t(r)] = r;
     for (int j = 0; j < blocks(); ++j) {
@@ -134,7 +153,7 @@ private:
       cands_.clear();
       for (int b = 0; b < K_; ++b)
         if (live_[std::size_t(s) * K_ + b].alive)
-          propose(&lp(0, 0, j * K_ + b), b, live_[std::size_t(s) * K_ + b].score);
+          propose(c, j * K_ + b, b, live_[std::size_t(s) * K_ + b].score);
       std::sort(cands_.begin(), cands_.end());
       extend(s, j, step);
     }
@@ -211,6 +230,7 @@ private:
   std::vector<char> done_;
   std::vector<int> block_, parent_, keep_;
   std::vector<candidate> cands_, best_;
+  std::vector<float> sorted_chunks_; // a row's chunk maxima, partially sorted
   const on_done_fn& on_done_;
   ibuffer ids_;
 };

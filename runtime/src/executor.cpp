@@ -106,6 +106,8 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
       return rows_cap_;
     if (d == "vocab")
       return config_.tgt_vocab;
+    if (d == "chunk")
+      return (config_.tgt_vocab + dsl::kernels::beam_candidates::chunk - 1) / dsl::kernels::beam_candidates::chunk;
     throw error("no extent for dimension " + d);
   };
   for (auto& [key, buf] : acts_) {
@@ -280,11 +282,15 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   return lv;
 }
 
-fbuffer executor::log_probs() {
-  run(log_probs_, phase::decode);
-  fbuffer pv = log_probs_out_->cropped(1, 0, t_).cropped(2, 0, rows_);
-  download(pv);
-  return pv;
+executor::beam_candidates executor::candidates() {
+  if (t_ != 1)
+    throw error("candidates: the last decode() ran " + std::to_string(t_) + " positions; beam steps run one");
+  run(candidates_, phase::decode);
+  beam_candidates c{logits_->cropped(1, 0, 1).cropped(2, 0, rows_), chunk_max_->cropped(1, 0, 1).cropped(2, 0, rows_),
+                    top_log_prob_->cropped(0, 0, 1).cropped(1, 0, rows_)};
+  for (fbuffer* b : {&c.logits, &c.chunk_max, &c.top_log_prob})
+    download(*b);
+  return c;
 }
 
 void executor::pick(const int*& ids, const float*& log_probs) {

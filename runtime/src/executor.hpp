@@ -34,7 +34,7 @@ inline halide_type_t argument_type(dsl::dtype t) {
 struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;
   std::vector<dsl::layers::flat_step> encoder_input, encoder_output, decoder_input, decoder_output;
-  std::vector<dsl::layers::flat_step> log_probs, pick;
+  std::vector<dsl::layers::flat_step> candidates, pick;
   static layer_descriptions of(const model_config& config);
 };
 
@@ -62,10 +62,17 @@ public:
   void project_memory();
   // Runs the decoder on ids (t, rows) at positions pos .. pos + t - 1, with the
   // self-attention caches holding positions < pos; returns logits (vocab, t, rows),
-  // on the host unless `logits_to_host` is false (then read them via log_probs()).
+  // on the host unless `logits_to_host` is false (then read them via candidates()
+  // or pick()).
   fbuffer decode(const ibuffer& ids, int pos, bool logits_to_host = true);
-  // Log-probabilities (vocab, t, rows) of the last decode()'s logits, on the host.
-  fbuffer log_probs();
+  // Beam search's candidates of the last decode()'s logits (one position), on the
+  // host: the logits (vocab, 1, rows), every chunk's largest logit (chunks, 1,
+  // rows; dsl/kernels.hpp: beam_candidates) and each row's best log-probability
+  // (1, rows): log p(v) = logit(v) - row max + that.
+  struct beam_candidates {
+    fbuffer logits, chunk_max, top_log_prob;
+  };
+  beam_candidates candidates();
   // Greedy decoding's choice from the last decode()'s logits at its last position:
   // per row the best token (ties: the lowest id) and its log-probability. Only
   // these come to the host. The spans hold rows() entries until the next call.
@@ -148,11 +155,12 @@ private:
   const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
-  plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, log_probs_, pick_;
+  plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, candidates_, pick_;
   std::map<std::string, fbuffer> acts_;
   // The activations the phases hand over, looked up once at binding (a decode step
   // looks nothing up by name).
-  fbuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *log_probs_out_ = nullptr;
+  fbuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *chunk_max_ = nullptr,
+          *top_log_prob_ = nullptr;
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::vector<std::string> caches_, per_source_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;

@@ -25,7 +25,7 @@ layer_descriptions layer_descriptions::of(const model_config& c) {
   d.decoder_input = layers::flatten(layers::decoder_input());
   d.decoder_output =
       c.final_norm ? layers::flatten(layers::decoder_output(true_c)) : layers::flatten(layers::decoder_output(false_c));
-  d.log_probs = layers::flatten(layers::log_probabilities());
+  d.candidates = layers::flatten(layers::beam_choice());
   d.pick = layers::flatten(layers::greedy_choice());
   return d;
 }
@@ -67,7 +67,7 @@ void executor::bind_top(const layer_descriptions& layers) {
   encoder_output_ = bind(layers.encoder_output, top_weights_, "encoder output", false);
   decoder_input_ = bind(layers.decoder_input, top_weights_, "decoder input", true);
   decoder_output_ = bind(layers.decoder_output, top_weights_, "decoder output", true);
-  log_probs_ = bind(layers.log_probs, top_weights_, "log-probabilities", true);
+  candidates_ = bind(layers.candidates, top_weights_, "beam candidates", true);
   pick_ = bind(layers.pick, top_weights_, "greedy pick", true);
   const auto handed_over = [&](const std::string& key) {
     auto a = acts_.find(key);
@@ -76,7 +76,8 @@ void executor::bind_top(const layer_descriptions& layers) {
     return &a->second;
   };
   encoder_x_ = handed_over("encoder.x"), memory_ = handed_over("decoder.memory");
-  logits_ = handed_over("decoder.logits"), log_probs_out_ = handed_over("decoder.log_probs");
+  logits_ = handed_over("decoder.logits"), chunk_max_ = handed_over("decoder.chunk_max");
+  top_log_prob_ = handed_over("decoder.top_log_prob");
 }
 
 fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, role kind) {

@@ -83,7 +83,7 @@ TEST_CASE("a misspelled weight name is a load error naming it", "[binding]") {
                     Contains("decoder output, logits, argument 'w': the model has no weight 'generator.weigth'"));
 }
 
-TEST_CASE("the whole model is described: embeddings, final norms, logits, log-softmax, pick", "[binding]") {
+TEST_CASE("the whole model is described: embeddings, final norms, logits, beam candidates, pick", "[binding]") {
   const loaded_model m("post_ln_relu");
   auto d = layer_descriptions::of(m.config);
   CHECK(step_of(d.encoder_input, "embedding").operands.size() == 5);
@@ -91,7 +91,7 @@ TEST_CASE("the whole model is described: embeddings, final norms, logits, log-so
   CHECK(operand_of(step_of(d.decoder_input, "embedding"), "offset").kind == layers::role::position);
   CHECK(operand_of(step_of(d.encoder_input, "embedding"), "ids").kind == layers::role::tokens);
   CHECK(step_of(d.decoder_output, "logits").function == "logits");
-  CHECK(step_of(d.log_probs, "log_softmax").function == "log_softmax");
+  CHECK(operand_of(step_of(d.candidates, "beam_candidates"), "chunk_max").actual == "chunk_max");
   CHECK(operand_of(step_of(d.pick, "greedy_pick"), "ids").kind == layers::role::picked);
   // A model without final norms has none in its description.
   CHECK(d.encoder_output.size() == (m.config.final_norm ? 1u : 0u));

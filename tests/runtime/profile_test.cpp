@@ -44,7 +44,7 @@ TEST_CASE("a profile counts every kernel call per phase", "[profile]") {
     CHECK(logits->calls == p.decode_steps);                 // one per step
     CHECK(attention->calls == 2 * layers * p.decode_steps); // self and cross per layer
     CHECK(entry(p, "encode", "embedding"));
-    CHECK(entry(p, "decode", beam == 1 ? "greedy_pick" : "log_softmax"));
+    CHECK(entry(p, "decode", beam == 1 ? "greedy_pick" : "beam_candidates"));
     CHECK((entry(p, "decode", "reorder_caches") != nullptr) == (beam > 1));
     CHECK_FALSE(entry(p, "encode", "logits"));
     for (const char* phase : {"encode", "decode"}) {

@@ -200,7 +200,7 @@ TEST_CASE("the transformer-base preset is the model shapes of Transformer-base",
       {"layernorm", "d_model=512,t=1,batch=8"},
       {"add_layernorm", "d_model=512,t=128,batch=8"},
       {"softmax", "n=128,t=128,batch=8"},
-      {"log_softmax", "n=32000,t=1,batch=8"},
+      {"beam_candidates", "vocab=32000,t=1,batch=8"},
       {"logits", "d_model=512,vocab=32000,t=1,batch=8"},
       {"logits", "d_model=512,vocab=32000,t=1,batch=1"}};
   const auto p = preset("transformer-base");

@@ -159,6 +159,22 @@ inline pick greedy_pick(const tensor& x) {
   return p;
 }
 
+// Beam candidates' chunk maxima of x (n, t, b): the largest of every `size`
+// consecutive values along n (the last chunk may be short), (chunks, t, b).
+inline tensor chunk_maxima(const tensor& x, int size) {
+  const int N = x.dims[0], T = x.dims[1], B = x.dims[2], C = (N + size - 1) / size;
+  tensor y({C, T, B});
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < C; ++c) {
+        double m = x(c * size, t, b);
+        for (int n = c * size; n < std::min(N, (c + 1) * size); ++n)
+          m = std::max(m, x(n, t, b));
+        y(c, t, b) = m;
+      }
+  return y;
+}
+
 inline tensor layernorm(const tensor& x, const tensor& gamma, const tensor& beta, double eps) {
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2];
   tensor y({D, T, B});

@@ -34,6 +34,7 @@ HALFORMER_DIM(t);       // token position (queries / the sequence being processe
 HALFORMER_DIM(tk);      // key position (attention keys and values)
 HALFORMER_DIM(batch);   // sentence in the batch (batch x beam when decoding)
 HALFORMER_DIM(vocab);   // vocabulary entry
+HALFORMER_DIM(chunk);   // a chunk of consecutive entries of a row (beam search's candidates)
 // Sequence axes of a sequence-to-sequence model; kernels' formal t/tk bind to them.
 HALFORMER_DIM(src); // source position (encoder)
 HALFORMER_DIM(tgt); // target position (decoder)

@@ -89,6 +89,10 @@ struct argmax { // the index (int32) of the largest element along dim 0; ties: t
 struct max_log_prob { // along dim 0: log softmax of the largest element = -log(sum exp(x - max))
   std::string name;
 };
+struct chunk_max { // along dim 0: the largest of every `size` consecutive elements (the last chunk may be short)
+  std::string name;
+  int size;
+};
 } // namespace op
 
 template <class Op, class Shape, class... Args> constexpr auto make(Op o, Shape, Args... a) {
@@ -256,6 +260,15 @@ template <Tensor X> auto max_log_prob(std::string name, X x) {
   using SX = shape_t<X>;
   static_assert(rank_v<SX> >= 1, "halformer::dsl::max_log_prob: needs a dimension to reduce");
   return make(op::max_log_prob{std::move(name)}, hana::drop_front(SX{}), std::move(x));
+}
+
+// Dim 0 in chunks of `size` (a `chunk` dimension in its place): each chunk's largest
+// element. The chunks that can hold a row's best n elements are those whose
+// maximum is at least the n-th largest chunk maximum; only they need be read.
+template <Tensor X> auto chunk_max(std::string name, X x, int size) {
+  using SX = shape_t<X>;
+  static_assert(rank_v<SX> >= 1, "halformer::dsl::chunk_max: needs a dimension to cut into chunks");
+  return make(op::chunk_max{std::move(name), size}, hana::prepend(hana::drop_front(SX{}), dims::chunk), std::move(x));
 }
 
 // ---- kernel interfaces ----------------------------------------------------------------

@@ -188,11 +188,28 @@ struct greedy_pick {
   }
 };
 
+// Beam search's candidates per logits row: the largest logit of every chunk of
+// `chunk` entries and the log-probability of the row's best entry (log p(v) =
+// x(v) - max + that). A beam's best 2 x beam tokens lie in the chunks whose
+// maximum is at least the (2 x beam)-th largest chunk maximum, so the host reads
+// those few chunks' logits instead of a full log-softmax row (beam_search.cpp).
+struct beam_candidates {
+  static constexpr std::string_view name = "beam_candidates", schedule = "beam_candidates";
+  static constexpr int chunk = 64; // entries per chunk: a few hundred chunks per 32000-entry row
+  decltype(input("x", shape(vocab, t, batch))) x = input("x", shape(vocab, t, batch));
+
+  auto inputs() const { return hana::make_tuple(x); }
+  auto outputs() const {
+    return hana::make_tuple(result("chunk_max", dsl::chunk_max("candidates_chunk", x, chunk)),
+                            result("top_log_prob", max_log_prob("candidates_log_prob", x)));
+  }
+};
+
 // The registry: every kernel the libraries hold, by its struct. The build's kernel
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
-                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick>;
+                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates>;
 
 // Calls f(kernel) with the kernel named `name`; an unknown name is an error
 // listing the known ones.

@@ -109,6 +109,7 @@ inline auto head_layout(const std::string& n) { return make(op::output{n}, shape
 inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
 inline auto vocab_layout(const std::string& n) { return make(op::output{n}, shape(vocab, t, batch)); }
 inline auto rows(const std::string& n, dtype type) { return make(op::output{n, type}, shape(t, batch)); }
+inline auto chunk_layout(const std::string& n) { return make(op::output{n}, shape(chunk, t, batch)); }
 } // namespace out
 
 // LayerNorm of x (d_model, T, batch) into y with the weights <norm>.weight / .bias.
@@ -258,13 +259,13 @@ template <class FinalNorm> auto decoder_output(FinalNorm final_norm) {
   else
     return hana::make_tuple(logits);
 }
-// Beam search's log-probabilities of the logits.
-inline auto log_probabilities() {
-  kernels::log_softmax ls;
-  return hana::make_tuple(run(ls, ls.x >> ref("logits", shape(vocab, tgt, batch)),
-                              ls.lengths >> lengths("vocab_lengths"), ls.causal >> constant(false),
-                              ls.offset >> constant(0),
-                              out::vocab_layout("out") >> ref("log_probs", shape(vocab, tgt, batch))));
+// Beam search's candidates per row of the logits: chunk maxima and the best
+// entry's log-probability (the host then reads the chunks that can win).
+inline auto beam_choice() {
+  kernels::beam_candidates bc;
+  return hana::make_tuple(run(bc, bc.x >> ref("logits", shape(vocab, tgt, batch)),
+                              out::chunk_layout("chunk_max") >> ref("chunk_max", shape(chunk, tgt, batch)),
+                              out::rows("top_log_prob", dtype::f32) >> ref("top_log_prob", shape(tgt, batch))));
 }
 // Greedy decoding's choice per row of the logits: the id and its log-probability.
 inline auto greedy_choice() {

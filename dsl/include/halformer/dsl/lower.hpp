@@ -319,6 +319,20 @@ private:
     rdoms_[o.name] = rd;
   }
 
+  // Each chunk's maximum: a reduction over the chunk's entries (the last chunk's
+  // missing ones read the row's last entry, which cannot change its maximum).
+  template <class Args> void build(const op::chunk_max& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    Halide::RDom rd(0, o.size, o.name + "_r");
+    Halide::Func best = new_stage(o.name + "_best");
+    const Halide::Expr first = var(r.dims[0]) * o.size, last = extent(x.dims[0]) - 1;
+    extents_[r.dims[0]] = (last + o.size) / o.size; // the chunks: an output of another extent is an error
+    best(vars(r)) = call(x, {{x.dims[0], Halide::min(first, last)}});
+    best(vars(r)) = Halide::max(best(vars(r)), call(x, {{x.dims[0], Halide::min(Halide::likely(first + rd.x), last)}}));
+    r.f(vars(r)) = best(vars(r));
+    rdoms_[o.name] = rd;
+  }
+
   // Attention in key chunks (FlashAttention's algebra without loop-carried state):
   // per (query, chunk) the chunk's max, sum of exponentials and partial output; then
   // the chunks are merged with weights exp(chunk_max - max). No stage is Tq x Tk per

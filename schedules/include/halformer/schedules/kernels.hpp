@@ -9,11 +9,13 @@
 
 #include "halformer/schedule_revisions.hpp"
 #include "halformer/schedules/cpu/attention.hpp"
+#include "halformer/schedules/cpu/candidates.hpp"
 #include "halformer/schedules/cpu/embedding.hpp"
 #include "halformer/schedules/cpu/ffn.hpp"
 #include "halformer/schedules/cpu/projections.hpp"
 #include "halformer/schedules/cpu/rows.hpp"
 #include "halformer/schedules/gpu/attention.hpp"
+#include "halformer/schedules/gpu/candidates.hpp"
 #include "halformer/schedules/gpu/projections.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
 
@@ -57,7 +59,8 @@ void call(const Halide::Target& t, const knob_values& k, const bucket_scope& in,
     F(std::forward<A>(a)..., k);
 }
 // schedule_fn adapters by how a schedule takes the outputs: one Func, the
-// projections' (stage, Func) pairs, greedy pick's ids and log-probabilities.
+// projections' (stage, Func) pairs, two outputs (greedy pick's ids and
+// log-probabilities; beam candidates' chunk maxima and log-probabilities).
 template <auto F>
 void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
          const bucket_scope& in) {
@@ -88,7 +91,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
       {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
       {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
-      {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}}};
+      {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}},
+      {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{
       {"embedding", {gpu::embedding_knobs(), revisions::gpu_embedding, one<gpu::embedding>}},
       {"head_projection", {gpu::gemm_knobs(), revisions::gpu_gemm, projections<gpu::head_projection>}},
@@ -98,7 +102,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"layernorm", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::layernorm>}},
       {"softmax", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::softmax>}},
       {"logits", {gpu::gemm_knobs(), revisions::gpu_gemm, one<gpu::logits>}},
-      {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}}};
+      {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}},
+      {"beam_candidates", {gpu::candidates_knobs(), revisions::gpu_candidates, pick<gpu::beam_candidates>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {
