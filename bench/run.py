@@ -192,57 +192,27 @@ def main():
             mha_rows.append({"seq": s, "halformer_ms": ours, "pytorch": theirs,
                              "speedup": theirs["median_ms"] / ours})
 
-    # End to end.
+    # End to end: the EOS-suppressed Transformer-base, then the trained model whose
+    # outputs end at their own lengths (finished sentences leave the batch).
     cases = [("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
              ("beam", 32)]
+    natural_cases = [("greedy", 8), ("greedy", 32), ("beam", 8)]
     if a.quick:
-        cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)]
+        cases, natural_cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)], [("greedy", 8)]
     if a.smoke:
-        cases = [("encode", 1), ("greedy", 1), ("beam", 1)]
+        cases, natural_cases = [("encode", 1), ("greedy", 1), ("beam", 1)], [("beam", 1)]
     samples = "1" if a.smoke else "2" if quick else "3"
     new_tokens = "4" if a.smoke else "64"
-    e2e = []
-    for mode, batch in cases:
-        label = f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
-        res = {"mode": mode, "batch": batch, "label": label, "systems": {}}
-        ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,
-                    "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", new_tokens]
-        ct2_cmd = [VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "e2e", ct2_model, sources, "--mode", mode,
-                   "--batch", str(batch), "--threads", t, "--samples", samples, "--new-tokens", new_tokens]
-        runs = {"halformer": [], "ctranslate2": []}
-        for r in range(1 if quick else 2):  # alternating order: A B, then B A
-            order = [("halformer", ours_cmd), ("ctranslate2", ct2_cmd)]
-            for name, cmd in (order if r % 2 == 0 else order[::-1]):
-                if name == "ctranslate2" and mode == "encode":
-                    continue  # CTranslate2's Translator has no encoder-only call
-                log(f"end to end: {label}: {name}")
-                runs[name].append(run_json(cmd))
-        torch_ok = not (mode == "beam" and batch == 32 and not a.full)
-        if torch_ok:
-            log(f"end to end: {label}: pytorch" + ("" if mode == "encode" else " (re-runs the decoder on the prefix)"))
-            runs["pytorch"] = [run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "e2e", model,
-                                         sources, "--mode", mode, "--batch", str(batch), "--threads", t,
-                                         "--samples", "1", "--new-tokens", new_tokens])]
-        for name, rs in runs.items():
-            if not rs:
-                continue
-            c = combine(rs)
-            res["systems"][name] = {**c, "tokens": rs[0]["tokens"], "tokens_per_s": rs[0]["tokens"] / c["median_s"],
-                                    "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
-                                    "first_tokens": rs[0].get("first_tokens", [])}
-        # Output agreement with halformer (same weights; float32 differences may flip near-ties).
-        ours = res["systems"]["halformer"]["first_tokens"]
-        for name, srec in res["systems"].items():
-            other = srec["first_tokens"]
-            if name != "halformer" and ours and other:
-                same = sum(1 for x, y in zip(ours, other) if x == y)
-                srec["same_output_as_halformer"] = f"{same}/{len(ours)}"
-        e2e.append(res)
+    e2e = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, True)
+           for mode, batch in cases]
+    trained, training = trained_model(a)
+    natural = [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
+                        samples, False) for mode, batch in natural_cases]
 
     state["loadavg_after"] = os.getloadavg()
-    results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows, "e2e": e2e,
-               "commands": COMMANDS}
-    for r in e2e:
+    results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows,
+               "e2e": e2e, "natural": natural, "training": training, "commands": COMMANDS}
+    for r in e2e + natural:
         for s in r["systems"].values():
             s.pop("first_tokens", None)
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -251,9 +221,80 @@ def main():
     log(f"done: {os.path.join(a.out, 'README.md')}")
 
 
+def trained_model(a):
+    """The natural-length model (bench/train_model.py), trained once per build
+    directory (a smoke run's, barely trained, in its own), and converted for CT2."""
+    model = os.path.join(BUILD, "bench-trained-smoke" if a.smoke else "bench-trained")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        log("training the natural-length model (copy task)")
+        subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "train_model.py"), model, "--seconds",
+                        "5" if a.smoke else "150", "--threads", str(a.threads)], check=True)
+    if not os.path.exists(os.path.join(model + "-ct2", "model.bin")):
+        subprocess.run([VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "convert", model, model + "-ct2"],
+                       check=True)
+    with open(os.path.join(model, "training.json")) as f:
+        return model, json.load(f)
+
+
+def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch):
+    """One end-to-end case: halformer and CTranslate2 in alternating order (and PyTorch
+    once), pooled; whether each system's outputs agree with halformer's."""
+    quick = a.quick or a.smoke
+    label = f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
+    res = {"mode": mode, "batch": batch, "label": label, "systems": {}}
+    ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,
+                "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens]
+    ct2_cmd = [VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "e2e", ct2_model, sources, "--mode", mode,
+               "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens]
+    runs = {"halformer": [], "ctranslate2": []}
+    for r in range(1 if quick else 2):  # alternating order: A B, then B A
+        order = [("halformer", ours_cmd), ("ctranslate2", ct2_cmd)]
+        for name, cmd in (order if r % 2 == 0 else order[::-1]):
+            if name == "ctranslate2" and mode == "encode":
+                continue  # CTranslate2's Translator has no encoder-only call
+            log(f"end to end: {os.path.basename(model)}: {label}: {name}")
+            runs[name].append(run_json(cmd))
+    if with_torch and not (mode == "beam" and batch == 32 and not a.full):
+        log(f"end to end: {label}: pytorch" + ("" if mode == "encode" else " (re-runs the decoder on the prefix)"))
+        runs["pytorch"] = [run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "e2e", model,
+                                     sources, "--mode", mode, "--batch", str(batch), "--threads", threads,
+                                     "--samples", "1", "--new-tokens", new_tokens])]
+    for name, rs in runs.items():
+        if not rs:
+            continue
+        c = combine(rs)
+        res["systems"][name] = {**c, "tokens": rs[0]["tokens"], "tokens_per_s": rs[0]["tokens"] / c["median_s"],
+                                "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+                                "first_tokens": rs[0].get("first_tokens", [])}
+    # Output agreement with halformer (same weights; float32 differences may flip near-ties).
+    ours = res["systems"]["halformer"]["first_tokens"]
+    for name, srec in res["systems"].items():
+        other = srec["first_tokens"]
+        if name != "halformer" and ours and other:
+            same = sum(1 for x, y in zip(ours, other) if x == y)
+            srec["same_output_as_halformer"] = f"{same}/{len(ours)}"
+    return res
+
+
 def fmt_ms(d, key="median_ms"):
     lo, hi = key.replace("median", "min"), key.replace("median", "max")
     return f"{d[key]:.4g} ({d[lo]:.3g}-{d[hi]:.3g})"
+
+
+def e2e_table(cases):
+    L = ["| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in cases:
+        s = r["systems"]
+        for name in ("halformer", "ctranslate2", "pytorch"):
+            if name not in s:
+                continue
+            x = s[name]
+            vc = f"{x['tokens_per_s'] / s['ctranslate2']['tokens_per_s']:.2f}x" if "ctranslate2" in s else "n/a"
+            vp = f"{x['tokens_per_s'] / s['pytorch']['tokens_per_s']:.2f}x" if "pytorch" in s else "not run"
+            L.append(f"| {r['label']} | {name} | {fmt_ms(x, 'median_s')} | {x['tokens_per_s']:.1f} | {vc} | {vp} | "
+                     f"{x['peak_rss_mb']:.0f} | {x.get('same_output_as_halformer', '-')} |")
+    return L
 
 
 def write_report(a, res, peak, bw):
@@ -295,21 +336,19 @@ def write_report(a, res, peak, bw):
           f"{res['new_tokens']} tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
           "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
           "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's.", "",
-          "| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
-          "|---|---|---|---|---|---|---|---|"]
-    for r in res["e2e"]:
-        s = r["systems"]
-        for name in ("halformer", "ctranslate2", "pytorch"):
-            if name not in s:
-                continue
-            x = s[name]
-            vc = f"{x['tokens_per_s'] / s['ctranslate2']['tokens_per_s']:.2f}x" if "ctranslate2" in s else "n/a"
-            vp = f"{x['tokens_per_s'] / s['pytorch']['tokens_per_s']:.2f}x" if "pytorch" in s else "not run"
-            L.append(f"| {r['label']} | {name} | {fmt_ms(x, 'median_s')} | {x['tokens_per_s']:.1f} | {vc} | {vp} | "
-                     f"{x['peak_rss_mb']:.0f} | {x.get('same_output_as_halformer', '-')} |")
+          ] + e2e_table(res["e2e"])
     L += ["", "Not measured: CTranslate2 encode (its Translator has no encoder-only call)"
-          + ("" if a.full else "; PyTorch beam-4 at batch 32 (about 10 minutes; `--full` runs it)") + ".", "",
-          "## Charts", "", "![end to end](e2e.svg)", "", "![kernels](kernels.svg)", "",
+          + ("" if a.full else "; PyTorch beam-4 at batch 32 (about 10 minutes; `--full` runs it)") + ".", ""]
+    tr = res["training"]
+    L += ["## End to end, natural lengths", "",
+          f"A small trained model (`bench/train_model.py`: pre-norm, d_model 128, 4 heads, d_ff 512, 2 + 2 layers, "
+          f"vocab 1000) that copies its source: {tr['steps']} steps in {tr['seconds']} s on this machine, final "
+          f"loss {tr['final_loss']:.3f}, {tr['copy_exact_16_held_out']:.0%} of 16 held-out sources copied exactly. "
+          f"Its 64 sources have {tr['source_lengths']} tokens, so a batch's outputs end at different steps (at "
+          "most 64 tokens): finished sentences leave halformer's batch. Tokens/s counts the tokens generated.", ""]
+    L += e2e_table(res["natural"])
+    L += ["", "## Charts", "", "![end to end](e2e.svg)", "", "![end to end, natural lengths](natural.svg)", "",
+          "![kernels](kernels.svg)", "",
           "## Commands", "", "```sh"] + res["commands"] + ["```", ""]
     with open(os.path.join(a.out, "README.md"), "w") as f:
         f.write("\n".join(L))
@@ -321,15 +360,19 @@ def write_report(a, res, peak, bw):
                     f"{k['gbps']},{k['pct_peak']},{k['pct_bandwidth']},{k.get('vs_onednn', '')},"
                     f"{k.get('vs_openblas', '')}\n")
     with open(os.path.join(a.out, "e2e.csv"), "w") as f:
-        f.write("case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
-        for r in res["e2e"]:
-            for name, x in r["systems"].items():
-                f.write(f"{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},{x['tokens_per_s']},"
-                        f"{x['peak_rss_mb']}\n")
-    svg_bars(os.path.join(a.out, "e2e.svg"), "End to end: tokens/s (longer is faster)",
-             [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
-                            ("halformer", "ctranslate2", "pytorch")}) for r in res["e2e"]],
-             ["halformer", "ctranslate2", "pytorch"], "tokens/s")
+        f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
+        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"])):
+            for r in rows:
+                for name, x in r["systems"].items():
+                    f.write(f"{model},{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},"
+                            f"{x['tokens_per_s']},{x['peak_rss_mb']}\n")
+    for file, title, rows in (("e2e.svg", "End to end: tokens/s (longer is faster)", res["e2e"]),
+                              ("natural.svg", "End to end, natural lengths: tokens/s (longer is faster)",
+                               res["natural"])):
+        svg_bars(os.path.join(a.out, file), title,
+                 [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
+                                ("halformer", "ctranslate2", "pytorch")}) for r in rows],
+                 ["halformer", "ctranslate2", "pytorch"], "tokens/s")
     gemm = [k for k in res["kernels"] if "onednn_sgemm" in k]
     svg_bars(os.path.join(a.out, "kernels.svg"), "GEMM-shaped kernels: GFLOP/s (longer is faster)",
              [(f"{k['kernel']} {k['phase']}", {"halformer": k["gflops"],

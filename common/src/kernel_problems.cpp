@@ -287,7 +287,10 @@ std::vector<std::string> problem_kernels() {
 // projections have a branch of their own for it). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
 // tasks, the last shifted inwards, a partial row tile) wherever the knob set's
-// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2);
+// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2), and
+// the panels over the batch rows where a knob set's panel is that short (the
+// bucket test's decode sets: 6 rows; tests/kernels/batch_invariance_test.cpp
+// reaches the hand defaults' 128);
 // prefill outputs of 100+ features over 37 rows reach the panels
 // (gemm_panels.hpp: tasks shifted inwards in both dims) on AVX2 and SSE4.1.
 const std::vector<std::string>& test_shapes(const std::string& kernel) {

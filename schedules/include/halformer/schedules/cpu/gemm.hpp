@@ -105,10 +105,11 @@ inline void schedule_fallback(const gemm_stage& g, Halide::Stage s, int vec, con
 }
 } // namespace detail
 
-// The GEMM's branches by shape: panels (prefill, gemm_panels.hpp), blocked over
-// t (prefill shapes too small for a panel task, and heads), the decode step
-// (t == 1, gemm_decode.hpp), else the fallback; the accumulator is computed per
-// output task ("oo") in each.
+// The GEMM's branches by shape: panels over the tokens (prefill) or the batch
+// rows (decode steps of a panel's rows or more; gemm_panels.hpp), blocked over t
+// (prefill shapes too small for a panel task, and heads), the decode step (t ==
+// 1, gemm_decode.hpp), else the fallback; the accumulator is computed per output
+// task ("oo") in each.
 inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
@@ -117,11 +118,13 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
   const Expr by_t = g.o_extent >= k["vectors"] * vec && g.t_extent >= k["rows"] && g.t_extent > 1;
   const Expr decode = g.t_extent == 1;
 
-  const Expr by_panels = panels_fit(g, vec, k);
-  if (g.mid.empty())
-    schedule_panels(
-        g, {in(g.out).specialize(by_panels), in(g.acc).specialize(by_panels), in.update(g.acc).specialize(by_panels)},
-        vec, k);
+  const auto panels = [&](const Expr& cond, const Var& rows, const Var& other) {
+    if (g.mid.empty())
+      schedule_panels(g, {in(g.out).specialize(cond), in(g.acc).specialize(cond), in.update(g.acc).specialize(cond)},
+                      rows, other, vec, k);
+  };
+  panels(panels_fit(g, g.t_extent, vec, k) && g.t_extent > 1, g.t, g.batch); // prefill
+  panels(panels_fit(g, g.batch_extent, vec, k) && decode, g.batch, g.t);     // a large batch's decode step
   detail::schedule_blocked(g, in(g.out).specialize(by_t), vec, k);
   const decode_stages d{in(g.out).specialize(decode), in(g.acc).specialize(decode),
                         in.update(g.acc).specialize(decode)};

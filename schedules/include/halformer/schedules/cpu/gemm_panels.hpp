@@ -17,39 +17,44 @@ namespace halformer::schedules::cpu {
 // accumulators wait in the task's block (its width and height are compile-time
 // constants, so the compiler keeps a tile's accumulators in registers within a
 // chunk). The tasks cover the output exactly (the last ones shifted inwards);
-// each output still sums the reduction in order.
+// each output still sums the reduction in order. The panel's rows are the
+// tokens (prefill) or, in a decode step of a large batch (t == 1), the batch rows,
+// which lie one d_model apart just as tokens do: there the panels beat the
+// decode tiles, which keep their accumulators in L2 between short weight chunks
+// (Zen 2, logits at 32 rows: see schedules/knobs/x86-64.json).
 struct panel_stages {
   Halide::Stage out, acc, update;
 };
 
-inline void schedule_panels(const gemm_stage& g, panel_stages s, int vec, const knob_values& k) {
+// `rows` is g.t or g.batch, `other` the other one.
+inline void schedule_panels(const gemm_stage& g, panel_stages s, const Halide::Var& rows, const Halide::Var& other,
+                            int vec, const knob_values& k) {
   using namespace Halide;
   Var oc("oc"), oi("oi"), tr("tr"), ti("ti"), oo("oo"), ot("ot"), ov("ov"), tt("tt"), tv("tv");
   RVar ko("ko"), ki("ki");
-  const int tile = k["vectors"] * vec, cols = tile * k["tiles_per_task"], rows = k["rows"] * k["row_tiles_per_task"];
+  const int tile = k["vectors"] * vec, cols = tile * k["tiles_per_task"];
   s.out.split(g.o, oc, oi, cols, TailStrategy::ShiftInwards)
-      .split(g.t, tr, ti, rows, TailStrategy::ShiftInwards)
-      .reorder(oi, ti, oc, tr, g.batch)
+      .split(rows, tr, ti, k["rows"] * k["row_tiles_per_task"], TailStrategy::ShiftInwards)
+      .reorder(oi, ti, oc, tr, other)
       .vectorize(oi, vec)
       .fuse(oc, tr, oo)
-      .fuse(oo, g.batch, oo)
+      .fuse(oo, other, oo)
       .parallel(oo);
   s.acc.vectorize(g.o, vec);
   s.update.split(g.o, ot, ov, tile, TailStrategy::GuardWithIf)
-      .split(g.t, tt, tv, k["rows"], TailStrategy::GuardWithIf)
+      .split(rows, tt, tv, k["rows"], TailStrategy::GuardWithIf)
       .split(g.r[0], ko, ki, k["k_chunk"], TailStrategy::GuardWithIf);
   std::vector<VarOrRVar> order{ov, tv, ki, tt, ot, ko};
   order.insert(order.end(), g.r.begin() + 1, g.r.end());
   s.update.reorder(order).vectorize(ov, vec).unroll(ov).unroll(tv);
 }
 
-// Whether a prefill call takes the panels: outputs without heads (whose width
-// d_k is the call's) that hold at least one whole task.
-inline Halide::Expr panels_fit(const gemm_stage& g, int vec, const knob_values& k) {
+// Whether a call takes the panels over `rows_extent` rows: outputs without heads
+// (whose width d_k is the call's) that hold at least one whole task.
+inline Halide::Expr panels_fit(const gemm_stage& g, const Halide::Expr& rows_extent, int vec, const knob_values& k) {
   if (!g.mid.empty())
-    return Halide::Expr(false);
-  return g.o_extent >= k["vectors"] * vec * k["tiles_per_task"] && g.t_extent >= k["rows"] * k["row_tiles_per_task"] &&
-         g.t_extent > 1;
+    return Halide::Internal::const_false();
+  return g.o_extent >= k["vectors"] * vec * k["tiles_per_task"] && rows_extent >= k["rows"] * k["row_tiles_per_task"];
 }
 
 } // namespace halformer::schedules::cpu

@@ -1,0 +1,50 @@
+// Decode steps are batch-invariant, bitwise: a row's output is the same whether
+// it is decoded alone (one-row tiles), in a small batch (multi-row tiles) or in a
+// large one (panels over the batch rows, gemm_panels.hpp), because every branch
+// sums each output's reduction in the same order. The runtime's "same scores
+// alone or in any batch" rests on this (tests/runtime/parity_test.cpp checks it
+// end to end at small batches; 130 rows reach the panels here).
+#include "support.hpp"
+
+#include <functional>
+
+using test::Buffer;
+
+namespace {
+// Calls `kernel(x, out)` on the whole batch (d, 1, rows) and on each row alone,
+// and requires every row's outputs to agree bit for bit.
+void check_rows_alone(const Buffer<float>& x, int out_width,
+                      const std::function<int(Buffer<float>, Buffer<float>)>& kernel) {
+  const int D = x.dim(0).extent(), rows = x.dim(2).extent();
+  Buffer<float> all(out_width, 1, rows);
+  REQUIRE(kernel(x, all) == 0);
+  for (int r = 0; r < rows; ++r) {
+    Buffer<float> one(D, 1, 1), alone(out_width, 1, 1);
+    for (int d = 0; d < D; ++d)
+      one(d, 0, 0) = x(d, 0, r);
+    REQUIRE(kernel(one, alone) == 0);
+    int differing = 0;
+    for (int o = 0; o < out_width; ++o)
+      differing += alone(o, 0, 0) != all(o, 0, r);
+    INFO("row " << r << " of " << rows);
+    CHECK(differing == 0);
+  }
+}
+} // namespace
+
+TEST_CASE("decode-step GEMMs give a row the same bits alone and in any batch", "[gemm][batch]") {
+  for (int rows : {7, 130}) {
+    INFO(rows << " rows");
+    const int D = 96, V = 333, F = 200;
+    auto x = test::random({D, 1, rows});
+    auto w = test::random({V, D}, 1.0f / std::sqrt(float(D))), b = test::random({V}, 0.1f);
+    check_rows_alone(x, V, [&](Buffer<float> in, Buffer<float> out) { return HF(logits)(in, w, b, out); });
+    auto w1 = test::random({F, D}, 1.0f / std::sqrt(float(D))), b1 = test::random({F}, 0.1f);
+    auto w2 = test::random({D, F}, 1.0f / std::sqrt(float(F))), b2 = test::random({D}, 0.1f);
+    check_rows_alone(x, D, [&](Buffer<float> in, Buffer<float> out) {
+      Buffer<float> residual(D, 1, in.dim(2).extent()); // zeros: the residual add is exact anyway
+      residual.fill(0.0f);
+      return HF(ffn_relu)(in, residual, w1, b1, w2, b2, out);
+    });
+  }
+}
