@@ -63,9 +63,12 @@ int main(int argc, char** argv) {
         for (const auto& x : sources)
           n += long(x.size());
       } else {
-        const auto out = model.translate(sources, o);
-        for (const auto& h : out)
+        auto out = model.translate(sources, o);
+        for (auto& h : out) { // tokens without the final EOS, as CTranslate2 counts and returns them
+          if (!h[0].tokens.empty() && h[0].tokens.back() == model.config().eos_id)
+            h[0].tokens.pop_back();
           n += long(h[0].tokens.size());
+        }
         if (s == 0)
           for (const auto& h : out)
             first_tokens.push_back(h[0].tokens);
