@@ -3,10 +3,9 @@
 // leaves out or names wrongly, an unknown kernel or a mistyped operand is an
 // error naming it, never a buffer passed in another's place or a zero-filled
 // stand-in. The order in which a description lists its operands is irrelevant.
-#include "fixtures.hpp"
+#include "loaded_model.hpp"
 
 #include "executor.hpp"
-#include "safetensors.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,17 +16,9 @@ using Catch::Contains;
 using namespace halformer;
 namespace layers = halformer::dsl::layers;
 
+using fixtures::loaded_model;
+
 namespace {
-struct loaded_model {
-  model_config config;
-  model_weights weights;
-  explicit loaded_model(const std::string& name) {
-    const std::string dir = fixtures::dir(name);
-    config = model_config::load(dir + "/config.json", nullptr);
-    safetensors_file file(dir + "/model.safetensors");
-    weights = model_weights::load(file, config);
-  }
-};
 
 layers::flat_step& step_of(std::vector<layers::flat_step>& steps, const std::string& function) {
   auto s = std::find_if(steps.begin(), steps.end(), [&](const auto& x) { return x.function == function; });

@@ -2,10 +2,9 @@
 // source's k decoder rows are k query positions of one attention over that
 // source, so nothing per source is copied. Checked against decoding the same rows
 // with every source encoded k times over.
-#include "fixtures.hpp"
+#include "loaded_model.hpp"
 
 #include "executor.hpp"
-#include "safetensors.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,17 +12,9 @@
 
 using namespace halformer;
 
+using fixtures::loaded_model;
+
 namespace {
-struct loaded_model {
-  model_config config;
-  model_weights weights;
-  explicit loaded_model(const std::string& name) {
-    const std::string dir = fixtures::dir(name);
-    config = model_config::load(dir + "/config.json", nullptr);
-    safetensors_file file(dir + "/model.safetensors");
-    weights = model_weights::load(file, config);
-  }
-};
 
 constexpr int sources = 3, k = 4, src_len = 6;
 const int lengths[sources] = {6, 2, 4}; // padding differs per source
