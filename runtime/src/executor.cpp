@@ -116,14 +116,14 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
     for (const auto& d : dims)
       sizes.push_back(extent(d));
     if (std::find(caches_.begin(), caches_.end(), key) != caches_.end())
-      sizes = {config_.d_k(), config_.nhead, tgt_cap_, rows_cap_}; // storage (d_k, heads, position, batch)
+      sizes = {config_.d_k(), tgt_cap_, config_.nhead, rows_cap_}; // (d_k, position, heads, batch)
     buf = fbuffer(sizes);
     buf.fill(0.0f);
     upload(buf);
   }
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
   vocab_lengths_.fill(config_.tgt_vocab);
-  scratch_ = fbuffer(config_.d_k(), config_.nhead, tgt_cap_, rows_cap_);
+  scratch_ = fbuffer(config_.d_k(), tgt_cap_, config_.nhead, rows_cap_);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
   for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_})
     upload(*b);
@@ -135,11 +135,11 @@ fbuffer executor::view(const operand& o, bool grouped) const {
   if (o.kind == role::weight)
     return *o.weight;
   if (o.kind == role::cache) {
-    // Storage (d_k, heads, position, batch) seen as (d_k, position, heads, batch);
-    // a step writes positions pos .. pos + t - 1 and reads 0 .. pos + t - 1.
+    // (d_k, position, heads, batch): a head's keys are contiguous, so a decode
+    // step's attention streams them; a step writes positions pos .. pos + t - 1
+    // and reads 0 .. pos + t - 1.
     const int first = o.is_output ? pos_ : 0;
-    fbuffer b = o.act->cropped(2, first, pos_ + t_ - first).cropped(3, 0, rows_);
-    b.transpose(1, 2);
+    fbuffer b = o.act->cropped(1, first, pos_ + t_ - first).cropped(3, 0, rows_);
     renumber(b, 1, -first); // kernels want min 0
     return b;
   }
@@ -310,14 +310,14 @@ void executor::pick(const int*& ids, const float*& log_probs) {
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
   scoped_time timed(profiler_, phase::decode, "reorder_caches");
   const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };
-  for (const std::string& key : caches_) { // storage (d_k, heads, position, batch)
+  for (const std::string& key : caches_) { // (d_k, position, heads, batch)
     fbuffer& c = acts_.at(key);
     for (int r = 0; r < rows_; ++r)
       if (parent[std::size_t(r)] != r && staged(r))
-        copy_row(c, parent[std::size_t(r)], scratch_, r, 3, 2, len);
+        copy_row(c, parent[std::size_t(r)], scratch_, r, 3, 1, len);
     for (int r = 0; r < rows_; ++r)
       if (parent[std::size_t(r)] != r)
-        copy_row(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 2, len);
+        copy_row(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 1, len);
   }
 }
 
@@ -346,8 +346,8 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
       throw error("keep_rows: rows must be whole sources' blocks of " + std::to_string(k));
   for (int i = 0; i < int(keep.size()); ++i)
     if (keep[std::size_t(i)] != i)
-      for (const std::string& key : caches_) // storage (d_k, heads, position, batch)
-        copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 2, len);
+      for (const std::string& key : caches_) // (d_k, position, heads, batch)
+        copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 1, len);
   for (int s = 0; s < int(keep.size() / k); ++s) {
     const int from = keep[std::size_t(s) * k] / int(k);
     if (from == s)
