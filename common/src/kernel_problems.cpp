@@ -291,9 +291,9 @@ std::vector<std::string> problem_kernels() {
 // the panels over the batch rows where a knob set's panel is that short (the
 // bucket test's decode sets: 6 rows; tests/kernels/batch_invariance_test.cpp
 // reaches the hand defaults' 128);
-// prefill outputs of 777+ features over reductions of 256+ and 19-37 rows reach
-// the panels on every ISA (gemm.hpp; gemm_panels.hpp: tasks of whole sentences,
-// shifted inwards in all three dims).
+// prefill outputs of 777+ features (or heads of d_k 64) over reductions of 256+
+// and 19-37 rows reach the panels on every ISA (gemm.hpp; gemm_panels.hpp: tasks
+// of whole sentences, shifted inwards in all three dims).
 const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::vector<std::string> none;
   static const std::map<std::string, std::vector<std::string>> shapes{
@@ -305,7 +305,7 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
         "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9"}},
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
-        "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2"}},
+        "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1"}},

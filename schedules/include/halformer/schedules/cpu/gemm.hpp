@@ -120,20 +120,18 @@ inline void schedule_gemm(gemm_stage g, const Halide::Target& target, const knob
 
   const auto panels = [&](const Expr& cond, const Var& rows, const Expr& rows_extent, const Var& group,
                           const Expr& group_extent) {
-    if (g.mid.empty())
-      schedule_panels(g, {in(g.out).specialize(cond), in(g.acc).specialize(cond), in.update(g.acc).specialize(cond)},
-                      rows, rows_extent, group, group_extent, vec, k);
+    schedule_panels(g, {in(g.out).specialize(cond), in(g.acc).specialize(cond), in.update(g.acc).specialize(cond)},
+                    rows, rows_extent, group, group_extent, vec, k);
   };
-  // Prefill panels (from two register tiles' rows on) where the output is wide
-  // and the reduction long: narrower outputs would repeat up to half a task's
-  // columns (the last task shifted inwards), and a reduction of a few chunks
-  // gains nothing over the blocked branch (Zen 2, ffn of d_model 128, d_ff 512 at
-  // t = 24 x 32 sentences: 1.31 ms blocked, 1.75 in panels).
-  const int panel = k["rows"] * k["row_tiles_per_task"], cols = k["vectors"] * vec * k["tiles_per_task"];
-  panels(panels_fit(g, g.t_extent, 2 * k["rows"], vec, k) && g.t_extent > 1 && g.o_extent >= 4 * cols &&
+  // Prefill panels from two register tiles' rows on, over reductions of four
+  // chunks or more: shorter ones gain nothing over the blocked branch (Zen 2, ffn
+  // of d_model 128, d_ff 512 at t = 24 x 32 sentences: 1.31 ms blocked, 1.75 in
+  // panels).
+  const int panel = k["rows"] * k["row_tiles_per_task"];
+  panels(panel_columns_fit(g, 4, vec, k) && g.t_extent > 1 && g.t_extent >= 2 * k["rows"] &&
              g.r[0].extent() >= 4 * k["k_chunk"],
          g.t, g.t_extent, g.batch, g.batch_extent);
-  panels(panels_fit(g, g.batch_extent, panel, vec, k) && decode, g.batch, g.batch_extent, g.t,
+  panels(panel_columns_fit(g, 1, vec, k) && decode && g.batch_extent >= panel, g.batch, g.batch_extent, g.t,
          g.t_extent); // a large batch's decode step
   detail::schedule_blocked(g, in(g.out).specialize(by_t), vec, k);
   const decode_stages d{in(g.out).specialize(decode), in(g.acc).specialize(decode),
