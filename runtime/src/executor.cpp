@@ -307,27 +307,53 @@ void executor::pick(const int*& ids, const float*& log_probs) {
 // Only rows whose parent is another row are written; a parent that is itself
 // overwritten is read through the scratch buffer. Copies go where the data lives
 // (the device, on a GPU).
+// Per cache, two passes of independent copies (each in parallel): the staging
+// pass into the scratch, which the caches share, then the rows.
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
   scoped_time timed(profiler_, phase::decode, "reorder_caches");
   const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };
   for (const std::string& key : caches_) { // (d_k, position, heads, batch)
     fbuffer& c = acts_.at(key);
+    copies_.clear();
     for (int r = 0; r < rows_; ++r)
       if (parent[std::size_t(r)] != r && staged(r))
-        copy_row(c, parent[std::size_t(r)], scratch_, r, 3, 1, len);
+        copies_.push_back(row_views(c, parent[std::size_t(r)], scratch_, r, 3, 1, len));
+    copy_all(copies_);
+    copies_.clear();
     for (int r = 0; r < rows_; ++r)
       if (parent[std::size_t(r)] != r)
-        copy_row(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 1, len);
+        copies_.push_back(row_views(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 1, len));
+    copy_all(copies_);
   }
+}
+
+executor::row_copy executor::row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim,
+                                       int len_dim, int len) const {
+  row_copy c{from_buf.cropped(batch_dim, from, 1), to_buf.cropped(batch_dim, to, 1)};
+  if (len_dim >= 0)
+    c.from.crop(len_dim, 0, len), c.to.crop(len_dim, 0, len);
+  renumber(c.from, batch_dim, to - from); // copies match coordinates
+  return c;
 }
 
 void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
                         int len) const {
-  fbuffer src = from_buf.cropped(batch_dim, from, 1), dst = to_buf.cropped(batch_dim, to, 1);
-  if (len_dim >= 0)
-    src.crop(len_dim, 0, len), dst.crop(len_dim, 0, len);
-  renumber(src, batch_dim, to - from); // copies match coordinates
-  copy(src, dst);
+  row_copy c = row_views(from_buf, from, to_buf, to, batch_dim, len_dim, len);
+  copy(c.from, c.to);
+}
+
+void executor::copy_all(std::vector<row_copy>& copies) const {
+  if (iface_ || copies.size() < 2) {
+    for (row_copy& c : copies)
+      copy(c.from, c.to);
+    return;
+  }
+  const auto one = [](void*, int i, uint8_t* closure) {
+    row_copy& c = (*reinterpret_cast<std::vector<row_copy>*>(closure))[std::size_t(i)];
+    c.to.copy_from(c.from);
+    return 0;
+  };
+  check(halide_do_par_for(nullptr, one, 0, int(copies.size()), reinterpret_cast<uint8_t*>(&copies)), "reorder_caches");
 }
 
 int executor::batch_dim_of(const std::string& key) const {

@@ -143,8 +143,16 @@ private:
   int batch_dim_of(const std::string& per_source_key) const;
   // Batch row `from` of one buffer to row `to` of another (or the same; only the
   // first `len` along len_dim, if >= 0).
+  struct row_copy {
+    fbuffer from, to;
+  };
+  row_copy row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+                     int len) const;
   void copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
                 int len) const;
+  // Copies of which none reads what another writes: on the CPU, in parallel on
+  // the kernels' thread pool (a beam step reorders megabytes of cache).
+  void copy_all(std::vector<row_copy>& copies) const;
   static void written(fbuffer& view); // a kernel wrote `view` (see executor.cpp)
   fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, role kind);
 
@@ -168,6 +176,7 @@ private:
   fbuffer pick_lp_;  // (1, rows)
   ibuffer tokens_;   // the current call's token ids (a view of the caller's)
   fbuffer scratch_;
+  std::vector<row_copy> copies_;              // reorder_caches' copies (kept: no allocation once grown)
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;
   profiler* profiler_ = nullptr;
