@@ -283,8 +283,8 @@ std::vector<std::string> problem_kernels() {
 }
 
 // Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1; widths
-// that are not multiples of any vector width, and d_k 64 (attention and the head
-// projections have a branch of their own for it). Decode outputs of 300+ features
+// that are not multiples of any vector width, and d_k 64 and 32 (attention has
+// branches of its own for them, the head projections for 64). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
 // tasks, the last shifted inwards, a partial row tile) wherever the knob set's
 // gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2), and
@@ -308,7 +308,8 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
         "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
-        "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1"}},
+        "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
+        "d_k=32,heads=2,t=9,tk=11,batch=2,causal=1", "d_k=32,heads=3,t=1,tk=40,batch=3,causal=0"}},
       {"layernorm", {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1"}},
       {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1"}},
       {"greedy_pick", {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=1,t=1,batch=1"}},
