@@ -306,9 +306,8 @@ void executor::pick(const int*& ids, const float*& log_probs) {
 
 // Only rows whose parent is another row are written; a parent that is itself
 // overwritten is read through the scratch buffer. Copies go where the data lives
-// (the device, on a GPU).
-// Per cache, two passes of independent copies (each in parallel): the staging
-// pass into the scratch, which the caches share, then the rows.
+// (the device, on a GPU). Per cache, two passes of independent copies, each in
+// parallel: into the scratch (which the caches share), then into the rows.
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
   scoped_time timed(profiler_, phase::decode, "reorder_caches");
   const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };

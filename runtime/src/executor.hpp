@@ -141,11 +141,11 @@ private:
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
   int batch_dim_of(const std::string& per_source_key) const;
-  // Batch row `from` of one buffer to row `to` of another (or the same; only the
-  // first `len` along len_dim, if >= 0).
   struct row_copy {
     fbuffer from, to;
   };
+  // Batch row `from` of one buffer to row `to` of another (or the same; only the
+  // first `len` along len_dim, if >= 0): the two views, and the copy.
   row_copy row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
                      int len) const;
   void copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,

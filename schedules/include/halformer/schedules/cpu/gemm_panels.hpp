@@ -50,12 +50,13 @@ inline void schedule_panel_tiles(const gemm_stage& g, Halide::Stage acc, Halide:
 // takes to fill the panel (both factors are the call's): a batch of short
 // sentences fills its tasks with whole sentences, where panels over t alone left
 // it to the blocked branch (Zen 2, 2 threads, Transformer-base ffn at t = 41: 32
-// sentences 50.3 -> 42.3 ms, one sentence 2.20 -> 1.70 ms).
+// sentences 50.3 -> 42.3 ms, one sentence 2.20 -> 1.70 ms). A task's columns are
+// `tiles_per_task` register tiles, or one head of a head projection.
 inline void schedule_panels(const gemm_stage& g, panel_stages s, const Halide::Var& rows,
                             const Halide::Expr& rows_extent, const Halide::Var& group, const Halide::Expr& group_extent,
                             int vec, const knob_values& k) {
   using namespace Halide;
-  Var oc("oc"), oi("oi"), tr("tr"), ti("ti"), gr("gr"), gi("gi"), oo("oo"), hg("hg"), hi("hi");
+  Var oc("oc"), oi("oi"), tr("tr"), ti("ti"), gr("gr"), gi("gi"), oo("oo");
   const int tile = k["vectors"] * vec, cols = tile * k["tiles_per_task"], panel = k["rows"] * k["row_tiles_per_task"];
   const Expr rows_per_task = min(rows_extent, panel);
   const Expr group_per_task = clamp(panel / rows_per_task, 1, group_extent);
@@ -64,10 +65,7 @@ inline void schedule_panels(const gemm_stage& g, panel_stages s, const Halide::V
   if (g.mid.empty()) {
     s.out.split(g.o, oc, oi, cols, TailStrategy::ShiftInwards).reorder(oi, ti, gi, oc, tr, gr).vectorize(oi, vec);
   } else { // heads: a task owns one head (cols == d_k)
-    s.out.split(g.mid[0], hg, hi, 1, TailStrategy::ShiftInwards)
-        .reorder(g.o, ti, hi, gi, hg, tr, gr)
-        .vectorize(g.o, vec)
-        .rename(hg, oc);
+    s.out.reorder(g.o, ti, gi, g.mid[0], tr, gr).vectorize(g.o, vec).rename(g.mid[0], oc);
   }
   s.out.fuse(oc, tr, oo).fuse(oo, gr, oo).parallel(oo);
   schedule_panel_tiles(g, s.acc, s.update, rows, group, vec, k);
