@@ -56,19 +56,26 @@ TEST_CASE("decode steps: one query against a cache", "[attention][decode]") {
     for (bool causal : {false, true})
       check_attention(case_{64, 1, tk, 8, 3, causal, tk - 1}, random_lengths(3, tk));
   check_attention(case_{32, 1, 100, 4, 8, true, 99}, std::vector<int>(8, 100));
+  // Decode steps read the keys as stored, d_k in blocks of the vector width and a
+  // rest: d_k 20 is 2 blocks + 4 on AVX2, 1 + 4 on AVX-512, 5 + 0 on SSE4.1; d_k 7
+  // is only the rest.
+  for (int d_k : {20, 7})
+    check_attention(case_{d_k, 1, 37, 3, 3, true, 36}, random_lengths(3, 37));
 }
 
 TEST_CASE("fully masked rows give zeros, not NaN", "[attention][masks]") {
   // Length 0 masks every key of that batch row.
-  const case_ c{16, 5, 9, 2, 3, false, 0};
-  check_attention(c, {0, 9, 0});
+  for (int tq : {5, 1}) // several queries; a decode step
+    check_attention(case_{16, tq, 9, 2, 3, false, 0}, {0, 9, 0});
   // Causal with a negative offset masks the first queries' keys entirely.
   check_attention(case_{16, 6, 6, 1, 1, true, -3}, {6});
 }
 
-TEST_CASE("attention reads K/V through strided cache views", "[attention][layout]") {
-  // Cache (d_k, heads, capacity, batch) in memory; the kernel sees (d_k, tk, heads, batch).
-  const int d_k = 32, heads = 4, capacity = 50, tk = 37, tq = 3, batch = 2;
+namespace {
+// A cache (d_k, heads, capacity, batch) in memory; the kernel sees (d_k, tk, heads, batch).
+void check_strided_cache(int tq) {
+  INFO("queries " << tq);
+  const int d_k = 32, heads = 4, capacity = 50, tk = 37, batch = 2;
   Buffer<float> k_cache = test::random({d_k, heads, capacity, batch}),
                 v_cache = test::random({d_k, heads, capacity, batch});
   Buffer<float> k = k_cache.cropped(2, 0, tk), v = v_cache.cropped(2, 0, tk);
@@ -81,11 +88,19 @@ TEST_CASE("attention reads K/V through strided cache views", "[attention][layout
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
               test::rtol);
 }
+} // namespace
 
-TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
+TEST_CASE("attention reads K/V through strided cache views", "[attention][layout]") {
+  for (int tq : {3, 1}) // several queries; a decode step
+    check_strided_cache(tq);
+}
+
+namespace {
+void check_large_logits(int tq) {
   // Integer-valued q and k keep q.k exact in float32, so logits of order 1e4 are
   // represented exactly and the reference comparison stays at 1e-5.
-  const int d_k = 16, tq = 4, tk = 70, heads = 2, batch = 1;
+  INFO("queries " << tq);
+  const int d_k = 16, tk = 70, heads = 2, batch = 1;
   Buffer<float> q(d_k, tq, heads, batch), k(d_k, tk, heads, batch);
   auto v = test::random({d_k, tk, heads, batch});
   std::uniform_int_distribution<int> big(-100, 100);
@@ -106,4 +121,10 @@ TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
   INFO("largest |logit| " << max_logit);
   CHECK(max_logit > 1000);
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk}, false, 0), test::rtol);
+}
+} // namespace
+
+TEST_CASE("logits near +-1e4 give no NaN or inf", "[attention][numerics]") {
+  for (int tq : {4, 1}) // several queries; a decode step
+    check_large_logits(tq);
 }

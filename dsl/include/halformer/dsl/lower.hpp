@@ -333,58 +333,13 @@ private:
     rdoms_[o.name] = rd;
   }
 
-  // Attention in key chunks (FlashAttention's algebra without loop-carried state):
-  // per (query, chunk) the chunk's max, sum of exponentials and partial output; then
-  // the chunks are merged with weights exp(chunk_max - max). No stage is Tq x Tk per
-  // head unless a schedule computes it so; decode steps (Tq = 1) parallelise over chunks.
-  template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
-    const lowered &q = a[0], &k = a[1], &v = a[2], &len = a[3];
-    Halide::Expr causal = Halide::cast<int>(scalar_of(a[4])), offset = scalar_of(a[5]);
-    const int chunk = options.count("kv_chunk") ? options.at("kv_chunk") : 64;
-    Halide::Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c");
-    Halide::Expr dk = extent("d_k"), tk = extent("tk");
-    Halide::Expr chunks = (tk + chunk - 1) / chunk;
-    Halide::Expr scale = 1.0f / Halide::sqrt(Halide::cast<float>(dk));
-    auto key = [&](Halide::Expr kk_, Halide::Expr c_) { return c_ * chunk + kk_; };
-    auto clamp_key = [&](Halide::Expr k_) { return Halide::min(k_, tk - 1); };
-    auto ok = [&](Halide::Expr kk_, Halide::Expr c_) {
-      return valid(key(kk_, c_), t, Halide::min(len.f(b), tk), causal, offset);
-    };
-    const std::string n = o.name;
-    Halide::Func k_t = new_stage(n + "_k_t"), scores = new_stage(n + "_scores"), logits = new_stage(n + "_logits"),
-                 chunk_max = new_stage(n + "_chunk_max"), p = new_stage(n + "_p"),
-                 chunk_sum = new_stage(n + "_chunk_sum"), chunk_out = new_stage(n + "_chunk_out"),
-                 row_max = new_stage(n + "_max"), weight = new_stage(n + "_weight"), row_sum = new_stage(n + "_sum"),
-                 row_out = new_stage(n + "_out_unnormalized");
-    // Keys with the key index innermost, so scores vectorise across keys.
-    k_t(kk, c, d, h, b) = k.f(d, clamp_key(key(kk, c)), h, b);
-    Halide::RDom rd(0, dk, n + "_rd");
-    scores(kk, c, t, h, b) = 0.0f;
-    scores(kk, c, t, h, b) += q.f(rd, t, h, b) * k_t(kk, c, rd, h, b);
-    Halide::RDom rk(0, chunk, n + "_rk");
-    Halide::Expr logit = Halide::select(ok(kk, c), scores(kk, c, t, h, b) * scale, masked_logit);
-    logits(kk, c, t, h, b) = logit;
-    chunk_max(c, t, h, b) = masked_logit;
-    chunk_max(c, t, h, b) = Halide::max(chunk_max(c, t, h, b), logits(rk, c, t, h, b));
-    p(kk, c, t, h, b) = Halide::select(ok(kk, c), Halide::exp(logits(kk, c, t, h, b) - chunk_max(c, t, h, b)), 0.0f);
-    chunk_sum(c, t, h, b) = 0.0f;
-    chunk_sum(c, t, h, b) += p(rk, c, t, h, b);
-    chunk_out(d, c, t, h, b) = 0.0f;
-    chunk_out(d, c, t, h, b) += p(rk, c, t, h, b) * v.f(d, clamp_key(key(rk, c)), h, b);
-    Halide::RDom rc(0, chunks, n + "_rc");
-    row_max(t, h, b) = masked_logit;
-    row_max(t, h, b) = Halide::max(row_max(t, h, b), chunk_max(rc, t, h, b));
-    weight(c, t, h, b) = Halide::exp(chunk_max(c, t, h, b) - row_max(t, h, b));
-    row_sum(t, h, b) = 0.0f;
-    row_sum(t, h, b) += weight(rc, t, h, b) * chunk_sum(rc, t, h, b);
-    row_out(d, t, h, b) = 0.0f;
-    row_out(d, t, h, b) += weight(rc, t, h, b) * chunk_out(d, rc, t, h, b);
-    // A row with no valid key (length 0) is defined as zeros.
-    r.f(d, t, h, b) = Halide::select(row_sum(t, h, b) > 0.0f, row_out(d, t, h, b) / row_sum(t, h, b), 0.0f);
-    rdoms_[n + "_scores"] = rd;
-    rdoms_[n + "_chunk"] = rk;
-    rdoms_[n + "_merge"] = rc;
-  }
+  // Attention: lower_attention.hpp.
+  template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&);
+  struct attention_operands;
+  Halide::Expr attention_chunked(const std::string& name, const attention_operands& at);
+  Halide::Expr attention_direct(const std::string& name, const attention_operands& at, int lanes);
 };
 
 } // namespace halformer::dsl
+
+#include "halformer/dsl/lower_attention.hpp"

@@ -1,13 +1,15 @@
-// CPU schedule of attention (see dsl/lower.hpp for the chunked algorithm).
+// CPU schedule of attention (see dsl/lower_attention.hpp for the algorithms).
 //
-// Parallel over (head, batch row); per head the keys are transposed once into
-// k_t (key index innermost, so q.k vectorises across keys). Queries are processed
-// `q_tile` at a time: for one tile every chunk's scores, max, exponentials, sums and
-// partial outputs are computed, then merged; so the largest temporary is
-// q_tile x Tk floats, never Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2).
-// Register budget of the q.k product: kv_chunk / lanes x q_tile accumulators
-// (AVX-512: 64/16 x 4 = 16 zmm; AVX2: 32/8 x 4 = 16 ymm — then k_t vectors
-// are reloaded, fine since they come from L1).
+// Parallel over (head, batch row). Calls of several queries take the chunked
+// algorithm: per head the keys are transposed once into k_t (key index innermost,
+// so q.k vectorises across keys). Queries are processed `q_tile` at a time: for one
+// tile every chunk's scores, max, exponentials, sums and partial outputs are
+// computed, then merged; so the largest temporary is q_tile x Tk floats, never
+// Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2). Register budget of the q.k
+// product: kv_chunk / lanes x q_tile accumulators (AVX-512: 64/16 x 4 = 16 zmm;
+// AVX2: 32/8 x 4 = 16 ymm — then k_t vectors are reloaded, fine since they come
+// from L1). Decode steps (one query) take the direct algorithm (attention_direct
+// below) unless decode_lanes is 0.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -19,7 +21,41 @@ inline std::vector<knob_decl> attention_knobs() {
   return {
       {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)", true},
       {"q_tile", {1, 2, 4, 8}, "queries per tile (unrolled in q.k)"},
+      {"decode_lanes", {0, 4, 8, 16}, "partial sums per key of a decode step's q.k (0: chunked; algorithm)", true},
   };
+}
+
+// Decode steps, every stage per (head, row) task. Scores 4 keys at a time, each
+// key a vector of decode_lanes partial sums across d_k (AVX2, d_k 64: 8 FMAs per
+// key into one ymm, 4 keys in flight to cover the FMA latency), then one
+// horizontal sum per key. Max and sum of the exponentials reduce decode_lanes
+// keys per vector, and p.v keeps its d_k accumulators in registers when d_k is a
+// constant (d_k 64 on AVX2: 8 ymm, with p broadcast and V streamed once).
+inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec, const bucket_scope& in) {
+  using namespace Halide;
+  Var d("d_k"), hb("hb"), key("key"), l("lane"), ko("ko"), ki("ki");
+  auto s = [&](const char* n) { return ctx.stage(std::string("attention_direct_") + n); };
+  const RDom rb = ctx.rdom("attention_direct_partial"), rl = ctx.rdom("attention_direct_lanes"),
+             rk = ctx.rdom("attention_direct_keys"), rj = ctx.rdom("attention_direct_out");
+  for (const char* n : {"scores", "lane_max", "max", "p", "lane_sum", "sum", "out"})
+    s(n).compute_at(out, hb);
+  in(s("scores")).vectorize(key, vec, TailStrategy::RoundUp);
+  in.update(s("scores")).split(key, ko, ki, 4, TailStrategy::RoundUp).reorder(rl.x, ki, ko).atomic().vectorize(rl.x);
+  in.update(s("scores")).unroll(ki);
+  s("partial").compute_at(s("scores"), ko);
+  in(s("partial")).vectorize(l);
+  in.update(s("partial")).reorder(l, key, rb.x).vectorize(l).unroll(key);
+  in(s("p")).vectorize(key, vec, TailStrategy::RoundUp);
+  for (const char* n : {"lane_max", "lane_sum"}) {
+    in(s(n)).vectorize(l);
+    in.update(s(n)).reorder(l, rk.x).vectorize(l);
+  }
+  for (const char* n : {"max", "sum"})
+    in.update(s(n)).atomic().vectorize(rl.x);
+  in(s("out")).vectorize(d, vec, TailStrategy::GuardWithIf);
+  for (const Expr& dk : {ctx.extent("d_k") == 64, ctx.extent("d_k") == 32})
+    in.update(s("out")).specialize(dk).reorder(d, rj.x).vectorize(d, vec).unroll(d);
+  in.update(s("out")).reorder(d, rj.x).vectorize(d, vec, TailStrategy::GuardWithIf);
 }
 
 inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
@@ -41,6 +77,16 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   // kv_chunk 32 / q_tile 8, 8 heads, S = 512, d_k 64): 70 -> 130 GFLOP/s; (Zen 2,
   // d_k 32, 4 heads x 32 sentences of 24 tokens): 0.48 -> 0.40 ms.
   const std::vector<Expr> fixed_dk{ctx.extent("d_k") == 64, ctx.extent("d_k") == 32};
+  // Decode steps first: the direct algorithm (dsl/lower_attention.hpp selects it
+  // when t <= 1). With d_k a constant its q.k loads are dense vectors (no clamp
+  // of the last lane block) and p.v's accumulators stay in registers.
+  if (k["decode_lanes"] > 0) {
+    const Expr decode = ctx.extent("t") <= 1;
+    for (const Expr& dk : fixed_dk)
+      in(out).specialize(decode && dk).split(t, to, ti, 1);
+    in(out).specialize(decode).split(t, to, ti, 1);
+    attention_direct(ctx, out, vec, in);
+  }
   for (const Expr& dk : fixed_dk)
     in(out).specialize(dk && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   in(out).specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);

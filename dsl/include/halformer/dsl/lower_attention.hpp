@@ -1,0 +1,122 @@
+// Attention's lowering: part of dsl::lowering (lower.hpp includes this file).
+//
+// Two algorithms of one result, chosen by the call's shape:
+// - Several queries (prefill): key chunks, FlashAttention's algebra without
+//   loop-carried state. Per (query, chunk) the chunk's max, sum of exponentials and
+//   partial output, then the chunks merged with weights exp(chunk_max - max). No
+//   stage is Tq x Tk per head unless a schedule computes it so. The keys are
+//   transposed once per head (k_t, key index innermost) so that q.k vectorises
+//   across keys; many queries share that copy.
+// - One query (a decode step), when options["decode_lanes"] > 0: the keys are read
+//   as stored (d_k innermost). Per key, `decode_lanes` partial sums of q.k across
+//   d_k, then their sum. With one query the transposition would cost as much as the
+//   scores, for keys read once per step (a cache, or the encoder memory's).
+// Both share the masks (lowering::valid) and define a row with no valid key as zeros.
+#pragma once
+
+namespace halformer::dsl {
+
+struct lowering::attention_operands {
+  lowered q, k, v, lengths;
+  Halide::Expr causal, offset;
+};
+
+template <class Args> void lowering::build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
+  const attention_operands at{a[0], a[1], a[2], a[3], Halide::cast<int>(scalar_of(a[4])), scalar_of(a[5])};
+  Halide::Var d("d_k"), t("t"), h("heads"), b("batch");
+  Halide::Expr value = attention_chunked(o.name, at);
+  if (const int lanes = options.count("decode_lanes") ? options.at("decode_lanes") : 0; lanes > 0)
+    value = Halide::select(extent("t") <= 1, attention_direct(o.name, at, lanes), value);
+  r.f(d, t, h, b) = value;
+}
+
+inline Halide::Expr lowering::attention_chunked(const std::string& n, const attention_operands& at) {
+  const int chunk = options.count("kv_chunk") ? options.at("kv_chunk") : 64;
+  Halide::Var d("d_k"), t("t"), h("heads"), b("batch"), kk("kk"), c("c");
+  Halide::Expr dk = extent("d_k"), tk = extent("tk");
+  Halide::Expr chunks = (tk + chunk - 1) / chunk;
+  Halide::Expr scale = 1.0f / Halide::sqrt(Halide::cast<float>(dk));
+  auto key = [&](Halide::Expr kk_, Halide::Expr c_) { return c_ * chunk + kk_; };
+  auto clamp_key = [&](Halide::Expr k_) { return Halide::min(k_, tk - 1); };
+  auto ok = [&](Halide::Expr kk_, Halide::Expr c_) {
+    return valid(key(kk_, c_), t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset);
+  };
+  Halide::Func k_t = new_stage(n + "_k_t"), scores = new_stage(n + "_scores"), logits = new_stage(n + "_logits"),
+               chunk_max = new_stage(n + "_chunk_max"), p = new_stage(n + "_p"),
+               chunk_sum = new_stage(n + "_chunk_sum"), chunk_out = new_stage(n + "_chunk_out"),
+               row_max = new_stage(n + "_max"), weight = new_stage(n + "_weight"), row_sum = new_stage(n + "_sum"),
+               row_out = new_stage(n + "_out_unnormalized");
+  k_t(kk, c, d, h, b) = at.k.f(d, clamp_key(key(kk, c)), h, b);
+  Halide::RDom rd(0, dk, n + "_rd");
+  scores(kk, c, t, h, b) = 0.0f;
+  scores(kk, c, t, h, b) += at.q.f(rd, t, h, b) * k_t(kk, c, rd, h, b);
+  Halide::RDom rk(0, chunk, n + "_rk");
+  logits(kk, c, t, h, b) = Halide::select(ok(kk, c), scores(kk, c, t, h, b) * scale, masked_logit);
+  chunk_max(c, t, h, b) = masked_logit;
+  chunk_max(c, t, h, b) = Halide::max(chunk_max(c, t, h, b), logits(rk, c, t, h, b));
+  p(kk, c, t, h, b) = Halide::select(ok(kk, c), Halide::exp(logits(kk, c, t, h, b) - chunk_max(c, t, h, b)), 0.0f);
+  chunk_sum(c, t, h, b) = 0.0f;
+  chunk_sum(c, t, h, b) += p(rk, c, t, h, b);
+  chunk_out(d, c, t, h, b) = 0.0f;
+  chunk_out(d, c, t, h, b) += p(rk, c, t, h, b) * at.v.f(d, clamp_key(key(rk, c)), h, b);
+  Halide::RDom rc(0, chunks, n + "_rc");
+  row_max(t, h, b) = masked_logit;
+  row_max(t, h, b) = Halide::max(row_max(t, h, b), chunk_max(rc, t, h, b));
+  weight(c, t, h, b) = Halide::exp(chunk_max(c, t, h, b) - row_max(t, h, b));
+  row_sum(t, h, b) = 0.0f;
+  row_sum(t, h, b) += weight(rc, t, h, b) * chunk_sum(rc, t, h, b);
+  row_out(d, t, h, b) = 0.0f;
+  row_out(d, t, h, b) += weight(rc, t, h, b) * chunk_out(d, rc, t, h, b);
+  rdoms_[n + "_scores"] = rd;
+  rdoms_[n + "_chunk"] = rk;
+  rdoms_[n + "_merge"] = rc;
+  return Halide::select(row_sum(t, h, b) > 0.0f, row_out(d, t, h, b) / row_sum(t, h, b), 0.0f);
+}
+
+// Keys past tk (a schedule may compute scores for whole blocks of keys) read the
+// last key and are masked.
+inline Halide::Expr lowering::attention_direct(const std::string& n, const attention_operands& at, int lanes) {
+  Halide::Var d("d_k"), t("t"), h("heads"), b("batch"), key("key"), l("lane");
+  Halide::Expr dk = extent("d_k"), tk = extent("tk");
+  Halide::Expr scale = 1.0f / Halide::sqrt(Halide::cast<float>(dk));
+  Halide::Func partial = new_stage(n + "_direct_partial"), scores = new_stage(n + "_direct_scores"),
+               lane_max = new_stage(n + "_direct_lane_max"), row_max = new_stage(n + "_direct_max"),
+               p = new_stage(n + "_direct_p"), lane_sum = new_stage(n + "_direct_lane_sum"),
+               row_sum = new_stage(n + "_direct_sum"), row_out = new_stage(n + "_direct_out");
+  // q.k: lane l sums d = l, l + lanes, l + 2 lanes, ... (the blocks of `lanes`
+  // entries that d_k holds whole; the rest, if any, starts the sums), then the
+  // lanes are summed.
+  Halide::RDom rb(0, dk / lanes, n + "_direct_rb");
+  Halide::Expr rest = dk / lanes * lanes + l, rest_c = Halide::min(rest, dk - 1), key_c = Halide::min(key, tk - 1);
+  partial(l, key, t, h, b) = Halide::select(rest < dk, at.q.f(rest_c, t, h, b) * at.k.f(rest_c, key_c, h, b), 0.0f);
+  partial(l, key, t, h, b) += at.q.f(l + lanes * rb.x, t, h, b) * at.k.f(l + lanes * rb.x, key_c, h, b);
+  Halide::RDom rl(0, lanes, n + "_direct_rl");
+  scores(key, t, h, b) = 0.0f;
+  scores(key, t, h, b) += partial(rl, key, t, h, b);
+  // Max and sum likewise: lane l reduces keys l, l + lanes, ... (past tk: masked).
+  Halide::Expr ok = valid(key, t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset);
+  const auto logit = [&](Halide::Expr k_) {
+    return Halide::select(valid(k_, t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset),
+                          scores(k_, t, h, b) * scale, masked_logit);
+  };
+  Halide::RDom rk(0, (tk + lanes - 1) / lanes, n + "_direct_rk");
+  lane_max(l, t, h, b) = masked_logit;
+  lane_max(l, t, h, b) = Halide::max(lane_max(l, t, h, b), logit(l + lanes * rk.x));
+  row_max(t, h, b) = masked_logit;
+  row_max(t, h, b) = Halide::max(row_max(t, h, b), lane_max(rl, t, h, b));
+  p(key, t, h, b) = Halide::select(ok, Halide::exp(logit(key) - row_max(t, h, b)), 0.0f);
+  lane_sum(l, t, h, b) = 0.0f;
+  lane_sum(l, t, h, b) += p(l + lanes * rk.x, t, h, b);
+  row_sum(t, h, b) = 0.0f;
+  row_sum(t, h, b) += lane_sum(rl, t, h, b);
+  Halide::RDom rj(0, tk, n + "_direct_rj");
+  row_out(d, t, h, b) = 0.0f;
+  row_out(d, t, h, b) += p(rj, t, h, b) * at.v.f(d, rj, h, b);
+  rdoms_[n + "_direct_partial"] = rb;
+  rdoms_[n + "_direct_lanes"] = rl;
+  rdoms_[n + "_direct_keys"] = rk;
+  rdoms_[n + "_direct_out"] = rj;
+  return Halide::select(row_sum(t, h, b) > 0.0f, row_out(d, t, h, b) / row_sum(t, h, b), 0.0f);
+}
+
+} // namespace halformer::dsl
