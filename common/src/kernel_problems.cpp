@@ -21,7 +21,8 @@ problem logits(shape_args& s) {
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"};
   p.make = [=] {
-    return call_set{{random({D, T, B}, 1), random({V, D}, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
+    return call_set{
+        {random({D, T, B}, 1), random_weight({V, D}, 1, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {
     const auto w = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
@@ -38,8 +39,9 @@ problem ffn(shape_args& s, bool gelu) {
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
   p.make = [=] {
-    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random({F, D}, 1 / std::sqrt(float(D))),
-                     random({F}, 0.1f), random({D, F}, 1 / std::sqrt(float(F))), random({D}, 0.1f), fb(D, T, B)}};
+    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random_weight({F, D}, 1, 1 / std::sqrt(float(D))),
+                     random({F}, 0.1f), random_weight({D, F}, 1, 1 / std::sqrt(float(F))), random({D}, 0.1f),
+                     fb(D, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {
     const auto w1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), w2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
@@ -65,7 +67,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
-      c.f.push_back(random({DK, H, D}, 1 / std::sqrt(float(D))));
+      c.f.push_back(random_weight({DK, H, D}, 2, 1 / std::sqrt(float(D))));
     for (int k = 0; k < n; ++k)
       c.f.push_back(random({DK, H}, 0.1f));
     for (int k = 0; k < n; ++k)
@@ -94,7 +96,7 @@ problem out_projection(shape_args& s) {
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"};
   p.make = [=] {
-    return call_set{{random({DK, T, H, B}, 1), random({D, DK, H}, 1 / std::sqrt(float(D))), random({D}, 0.1f),
+    return call_set{{random({DK, T, H, B}, 1), random_weight({D, DK, H}, 1, 1 / std::sqrt(float(D))), random({D}, 0.1f),
                      random({D, T, B}, 1), fb(D, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {

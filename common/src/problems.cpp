@@ -2,6 +2,8 @@
 // error measure, row sampling, and binding a problem's arguments by name.
 #include "halformer/problems.hpp"
 
+#include "halformer/weight_layout.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,11 +13,17 @@ namespace halformer::problems {
 
 std::mt19937 rng;
 
-fb random(std::vector<int> shape, float scale) {
-  fb b(shape);
+namespace {
+fb fill_random(fb b, float scale) {
   std::normal_distribution<float> n(0.0f, scale);
   b.for_each_value([&](float& v) { v = n(rng); });
   return b;
+}
+} // namespace
+
+fb random(std::vector<int> shape, float scale) { return fill_random(fb(shape), scale); }
+fb random_weight(std::vector<int> shape, int row_dims, float scale) {
+  return fill_random(gemm_weight(shape, row_dims), scale);
 }
 
 int shape_args::operator[](const std::string& k) {

@@ -1,5 +1,7 @@
 #include "weights.hpp"
 
+#include "halformer/weight_layout.hpp"
+
 namespace halformer {
 
 namespace {
@@ -8,7 +10,7 @@ using shape = std::vector<std::int64_t>;
 // PyTorch [out][in] (row-major) -> Halide (out, in), out innermost.
 fbuffer linear_weight(const safetensors_file& f, const std::string& name, int out, int in) {
   const auto w = f.read_f32(name, {out, in});
-  fbuffer b(out, in);
+  fbuffer b = gemm_weight({out, in}, 1);
   for (int i = 0; i < in; ++i)
     for (int o = 0; o < out; ++o)
       b(o, i) = w[std::size_t(o) * in + i];
@@ -26,7 +28,7 @@ fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
 // Rows [block * d, (block + 1) * d) of in_proj_weight as (d_k, heads, d_model).
 fbuffer head_weight(const std::vector<float>& in_proj, int block, const model_config& c) {
   const int d = c.d_model, dk = c.d_k();
-  fbuffer b(dk, c.nhead, d);
+  fbuffer b = gemm_weight({dk, c.nhead, d}, 2);
   for (int i = 0; i < d; ++i)
     for (int h = 0; h < c.nhead; ++h)
       for (int j = 0; j < dk; ++j)
@@ -54,7 +56,7 @@ void attention_weights(const safetensors_file& f, const std::string& prefix, con
   }
   // out_proj: (d_model, d_k, heads) with input feature h * d_k + j.
   const auto wo = f.read_f32(prefix + ".out_proj.weight", {d, d});
-  fbuffer o(d, c.d_k(), c.nhead);
+  fbuffer o = gemm_weight({d, c.d_k(), c.nhead}, 1);
   for (int h = 0; h < c.nhead; ++h)
     for (int j = 0; j < c.d_k(); ++j)
       for (int r = 0; r < d; ++r)

@@ -26,6 +26,8 @@ using ib = Buffer<int32_t>;
 extern std::mt19937 rng;
 
 fb random(std::vector<int> shape, float scale);
+// A GEMM weight laid out as the runtime lays it out (halformer/weight_layout.hpp).
+fb random_weight(std::vector<int> shape, int row_dims, float scale);
 
 // The shape's values by name; every one must be read by the kernel's problem.
 struct shape_args {

@@ -1,0 +1,34 @@
+// How a GEMM weight lies in memory, one definition for the runtime (which loads
+// models so) and the measuring problems (so that tuning, `compare` and the kernel
+// benchmarks time the layout models run with).
+//
+// A weight's rows (one reduction index each: the output features, innermost) lie
+// one row stride apart. When that stride is a multiple of 1 KiB (d_model 512,
+// d_ff 2048, vocab 32000), the rows a register tile reads in turn share a few L1
+// sets (the set repeats every 4 KiB), and a chunk of them evicts itself: a
+// Transformer-base ffn at 128 rows took 6.2 ms, and 4.8 ms at d_model 528, d_ff
+// 2064 (Zen 3, 2 threads). Such rows get at least one cache line (16 floats) of
+// padding, which spreads them over every set; kernels take any row stride.
+#pragma once
+
+#include <HalideBuffer.h>
+
+#include <vector>
+
+namespace halformer {
+
+// A weight of extents `dims` (innermost first) whose rows are its first `row_dims`
+// dims, padded as above by growing the last of them (a head projection's rows are
+// heads x d_k: one head more).
+inline Halide::Runtime::Buffer<float> gemm_weight(const std::vector<int>& dims, int row_dims) {
+  int inner = 1; // floats per step of the row's last dim
+  for (int i = 0; i + 1 < row_dims; ++i)
+    inner *= dims[std::size_t(i)];
+  const std::size_t last = std::size_t(row_dims - 1);
+  std::vector<int> allocated = dims;
+  if (inner * dims[last] % 256 == 0)
+    allocated[last] += (16 + inner - 1) / inner;
+  return Halide::Runtime::Buffer<float>(allocated).cropped(int(last), 0, dims[last]);
+}
+
+} // namespace halformer
