@@ -295,7 +295,8 @@ std::vector<std::string> problem_kernels() {
 // reaches the hand defaults' 128);
 // prefill outputs of 777+ features (or heads of d_k 64) over reductions of 256+
 // and 19-37 rows reach the panels on every ISA (gemm.hpp; gemm_panels.hpp: tasks
-// of whole sentences, shifted inwards in all three dims).
+// of whole sentences, shifted inwards in all three dims), and 150 rows its even
+// shares of a sentence longer than a panel.
 const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::vector<std::string> none;
   static const std::map<std::string, std::vector<std::string>> shapes{
@@ -304,7 +305,8 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
         "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
-        "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9"}},
+        "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9",
+        "d_model=260,d_ff=777,t=150,batch=1"}},
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
         "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3"}},

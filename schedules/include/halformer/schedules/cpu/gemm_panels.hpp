@@ -45,20 +45,23 @@ inline void schedule_panel_tiles(const gemm_stage& g, Halide::Stage acc, Halide:
 }
 
 // `rows` is the panel's row dim (g.t, or g.batch in a decode step) and `group`
-// the other one. A task's rows are one panel (rows x row_tiles_per_task rows) of
-// `rows`, or all of them when there are fewer, times as many of `group` as it
-// takes to fill the panel (both factors are the call's): a batch of short
-// sentences fills its tasks with whole sentences, where panels over t alone left
-// it to the blocked branch (Zen 2, 2 threads, Transformer-base ffn at t = 41: 32
-// sentences 50.3 -> 42.3 ms, one sentence 2.20 -> 1.70 ms). A task's columns are
-// `tiles_per_task` register tiles, or one head of a head projection.
+// the other one. A task's rows are an even share of `rows` of at most one panel
+// (rows x row_tiles_per_task rows), or all of them when there are fewer, times as
+// many of `group` as it takes to fill the panel (both factors are the call's): a
+// batch of short sentences fills its tasks with whole sentences, where panels
+// over t alone left it to the blocked branch (Zen 2, 2 threads, Transformer-base
+// ffn at t = 41: 32 sentences 50.3 -> 42.3 ms, one sentence 2.20 -> 1.70 ms).
+// Even shares keep the last task, shifted inwards, from redoing most of a panel
+// (t = 200 with 128-row panels: two tasks of 100 rows, not 128 and 128). A task's
+// columns are `tiles_per_task` register tiles, or one head of a head projection.
 inline void schedule_panels(const gemm_stage& g, panel_stages s, const Halide::Var& rows,
                             const Halide::Expr& rows_extent, const Halide::Var& group, const Halide::Expr& group_extent,
                             int vec, const knob_values& k) {
   using namespace Halide;
   Var oc("oc"), oi("oi"), tr("tr"), ti("ti"), gr("gr"), gi("gi"), oo("oo");
   const int tile = k["vectors"] * vec, cols = tile * k["tiles_per_task"], panel = k["rows"] * k["row_tiles_per_task"];
-  const Expr rows_per_task = min(rows_extent, panel);
+  const Expr shares = (rows_extent + panel - 1) / panel;
+  const Expr rows_per_task = (rows_extent + shares - 1) / shares;
   const Expr group_per_task = clamp(panel / rows_per_task, 1, group_extent);
   s.out.split(rows, tr, ti, rows_per_task, TailStrategy::ShiftInwards)
       .split(group, gr, gi, group_per_task, TailStrategy::ShiftInwards);
