@@ -88,6 +88,16 @@ public:
   }
   bool has_extent(const std::string& dim) const { return extents_.count(dim) != 0; }
 
+  // Attention calls of at most this many queries take the direct algorithm
+  // (lower_attention.hpp): decode steps. Not more: the choice must not depend on
+  // a batch's padding, or a sentence's bits would differ alone and in a batch
+  // (tests/runtime/parity_test.cpp). One query passes: the encoder sees t = 1 only
+  // for a one-token source, whose one key gives both algorithms exactly v. (A
+  // source's 4 beams in cross-attention ran 2.1 -> 1.5-2.0 ms direct, Zen 3, 8
+  // heads, 128 keys, 32 sources; but a 4-token source's encoder has t = 4 too.)
+  static constexpr int attention_direct_queries = 1;
+  Halide::Expr attention_takes_direct() const { return extent("t") <= attention_direct_queries; }
+
   // ---- stages -------------------------------------------------------------------
 
   Halide::Func stage(const std::string& name) const {

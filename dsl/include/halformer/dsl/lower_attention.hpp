@@ -7,10 +7,11 @@
 //   stage is Tq x Tk per head unless a schedule computes it so. The keys are
 //   transposed once per head (k_t, key index innermost) so that q.k vectorises
 //   across keys; many queries share that copy.
-// - One query (a decode step), when options["decode_lanes"] > 0: the keys are read
-//   as stored (d_k innermost). Per key, `decode_lanes` partial sums of q.k across
-//   d_k, then their sum. With one query the transposition would cost as much as the
-//   scores, for keys read once per step (a cache, or the encoder memory's).
+// - One query (a decode step; lowering::attention_direct_queries), when
+//   options["decode_lanes"] > 0: the keys are read as stored (d_k innermost). Per
+//   key, `decode_lanes` partial sums of q.k across d_k, then their sum. With one
+//   query the transposition would cost as much as the scores, for keys read once
+//   per step (a cache, or the encoder memory's).
 // Both share the masks (lowering::valid) and define a row with no valid key as zeros.
 #pragma once
 
@@ -26,7 +27,7 @@ template <class Args> void lowering::build(const op::attention& o, lowered& r, s
   Halide::Var d("d_k"), t("t"), h("heads"), b("batch");
   Halide::Expr value = attention_chunked(o.name, at);
   if (const int lanes = options.count("decode_lanes") ? options.at("decode_lanes") : 0; lanes > 0)
-    value = Halide::select(extent("t") <= 1, attention_direct(o.name, at, lanes), value);
+    value = Halide::select(attention_takes_direct(), attention_direct(o.name, at, lanes), value);
   r.f(d, t, h, b) = value;
 }
 

@@ -8,8 +8,8 @@
 // Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2). Register budget of the q.k
 // product: kv_chunk / lanes x q_tile accumulators (AVX-512: 64/16 x 4 = 16 zmm;
 // AVX2: 32/8 x 4 = 16 ymm — then k_t vectors are reloaded, fine since they come
-// from L1). Decode steps (one query) take the direct algorithm (attention_direct
-// below) unless decode_lanes is 0.
+// from L1). Decode steps (dsl::lowering::attention_direct_queries) take the direct
+// algorithm (attention_direct below) unless decode_lanes is 0.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -78,10 +78,10 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   // d_k 32, 4 heads x 32 sentences of 24 tokens): 0.48 -> 0.40 ms.
   const std::vector<Expr> fixed_dk{ctx.extent("d_k") == 64, ctx.extent("d_k") == 32};
   // Decode steps first: the direct algorithm (dsl/lower_attention.hpp selects it
-  // when t <= 1). With d_k a constant its q.k loads are dense vectors (no clamp
-  // of the last lane block) and p.v's accumulators stay in registers.
+  // for them). With d_k a constant its q.k loads are dense vectors (no clamp of
+  // the last lane block) and p.v's accumulators stay in registers.
   if (k["decode_lanes"] > 0) {
-    const Expr decode = ctx.extent("t") <= 1;
+    const Expr decode = ctx.attention_takes_direct();
     for (const Expr& dk : fixed_dk)
       in(out).specialize(decode && dk).split(t, to, ti, 1);
     in(out).specialize(decode).split(t, to, ti, 1);
