@@ -95,17 +95,18 @@ inline Halide::Expr lowering::attention_direct(const std::string& n, const atten
   scores(key, t, h, b) = 0.0f;
   scores(key, t, h, b) += partial(rl, key, t, h, b);
   // Max and sum likewise: lane l reduces keys l, l + lanes, ... (past tk: masked).
-  Halide::Expr ok = valid(key, t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset);
+  const auto attended = [&](Halide::Expr k_) {
+    return valid(k_, t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset);
+  };
   const auto logit = [&](Halide::Expr k_) {
-    return Halide::select(valid(k_, t, Halide::min(at.lengths.f(b), tk), at.causal, at.offset),
-                          scores(k_, t, h, b) * scale, masked_logit);
+    return Halide::select(attended(k_), scores(k_, t, h, b) * scale, masked_logit);
   };
   Halide::RDom rk(0, (tk + lanes - 1) / lanes, n + "_direct_rk");
   lane_max(l, t, h, b) = masked_logit;
   lane_max(l, t, h, b) = Halide::max(lane_max(l, t, h, b), logit(l + lanes * rk.x));
   row_max(t, h, b) = masked_logit;
   row_max(t, h, b) = Halide::max(row_max(t, h, b), lane_max(rl, t, h, b));
-  p(key, t, h, b) = Halide::select(ok, Halide::exp(logit(key) - row_max(t, h, b)), 0.0f);
+  p(key, t, h, b) = Halide::select(attended(key), Halide::exp(logit(key) - row_max(t, h, b)), 0.0f);
   lane_sum(l, t, h, b) = 0.0f;
   lane_sum(l, t, h, b) += p(l + lanes * rk.x, t, h, b);
   row_sum(t, h, b) = 0.0f;
