@@ -30,8 +30,9 @@ inline std::vector<knob_decl> attention_knobs() {
 // key into one ymm, 4 keys in flight to cover the FMA latency), then one
 // horizontal sum per key. Max and sum of the exponentials reduce decode_lanes
 // keys per vector, and p.v keeps its d_k accumulators in registers when d_k is a
-// constant (d_k 64 on AVX2: 8 ymm, with p broadcast and V streamed once).
-inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec, const bucket_scope& in) {
+// constant (`fixed_dk`; d_k 64 on AVX2: 8 ymm, with p broadcast and V streamed once).
+inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec,
+                             const std::vector<Halide::Expr>& fixed_dk, const bucket_scope& in) {
   using namespace Halide;
   Var d("d_k"), hb("hb"), key("key"), l("lane"), ko("ko"), ki("ki");
   auto s = [&](const char* n) { return ctx.stage(std::string("attention_direct_") + n); };
@@ -53,7 +54,7 @@ inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec
   for (const char* n : {"max", "sum"})
     in.update(s(n)).atomic().vectorize(rl.x);
   in(s("out")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  for (const Expr& dk : {ctx.extent("d_k") == 64, ctx.extent("d_k") == 32})
+  for (const Expr& dk : fixed_dk)
     in.update(s("out")).specialize(dk).reorder(d, rj.x).vectorize(d, vec).unroll(d);
   in.update(s("out")).reorder(d, rj.x).vectorize(d, vec, TailStrategy::GuardWithIf);
 }
@@ -85,7 +86,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
     for (const Expr& dk : fixed_dk)
       in(out).specialize(decode && dk).split(t, to, ti, 1);
     in(out).specialize(decode).split(t, to, ti, 1);
-    attention_direct(ctx, out, vec, in);
+    attention_direct(ctx, out, vec, fixed_dk, in);
   }
   for (const Expr& dk : fixed_dk)
     in(out).specialize(dk && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
