@@ -120,12 +120,13 @@ problem attention(shape_args& s) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], TK = s["tk"], B = s["batch"], causal = s["causal"];
   const int offset = causal ? TK - T : 0; // queries are the last T positions (decode: T = 1)
-  p.f_names = {"q", "k", "v", "out"}, p.i_names = {"lengths"}, p.outputs = {"out"};
+  p.f_names = {"q", "k", "v", "out"}, p.i_names = {"kv_rows", "lengths"}, p.outputs = {"out"};
   p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset)};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1), fb(DK, T, H, B)},
-               {ib(B)}};
-    c.i[0].fill(TK);
+               {ib(TK, B), ib(B)}};
+    c.i[0].for_each_element([&](int key, int row) { c.i[0](key, row) = row; }); // each row's own keys
+    c.i[1].fill(TK);
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
@@ -138,7 +139,8 @@ problem attention(shape_args& s) {
           m.add(c.f[3](j, t, h, b), want(j, 0, h, 0));
     }
   };
-  p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0), p.bytes = 4.0 * DK * H * B * (2 * T + 2 * TK);
+  p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0),
+  p.bytes = 4.0 * DK * H * B * (2 * T + 2 * TK) + 4.0 * TK * B;
   return p;
 }
 

@@ -55,6 +55,8 @@ int main() {
   bo.fill(0.0f), b1.fill(0.0f), b2.fill(0.0f), gamma.fill(1.0f), beta.fill(0.0f);
   Buffer<int32_t> lengths(batch);
   lengths(0) = t, lengths(1) = t / 2;
+  Buffer<int32_t> kv_rows(t, batch); // every key in its query's own row
+  kv_rows.for_each_element([&](int key, int b) { kv_rows(key, b) = b; });
 
   Buffer<float> x(d_model, t, batch), q(d_k, t, heads, batch), k(d_k, t, heads, batch), v(d_k, t, heads, batch),
       a(d_k, t, heads, batch), y(d_model, t, batch), n1(d_model, t, batch), f(d_model, t, batch),
@@ -67,7 +69,7 @@ int main() {
   } steps[] = {
       {"embedding", timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, x), "embedding"); })},
       {"qkv_projection", timed([&] { check(hf_qkv_projection(x, wq, wk, wv, bq, bk, bv, q, k, v), "qkv"); })},
-      {"attention", timed([&] { check(hf_attention(q, k, v, lengths, false, 0, a), "attention"); })},
+      {"attention", timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, a), "attention"); })},
       {"out_projection", timed([&] { check(hf_out_projection(a, wo, bo, x, y), "out_projection"); })},
       {"layernorm", timed([&] { check(hf_layernorm(y, gamma, beta, 1e-5f, n1), "layernorm"); })},
       {"ffn_relu", timed([&] { check(hf_ffn_relu(n1, n1, w1, b1, w2, b2, f), "ffn"); })},

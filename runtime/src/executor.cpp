@@ -17,15 +17,6 @@ namespace layers = dsl::layers;
 // so shifting the mins renumbers the coordinates and changes nothing else.
 void renumber(fbuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
 
-// The k rows of each source as k positions of one batch row: (.., t = 1, .., rows)
-// becomes (.., t = k, .., rows / k), the same memory (a position steps one row).
-void group_rows(fbuffer& b, int seq_dim, int batch_dim, int k) {
-  halide_dimension_t& t = b.raw_buffer()->dim[seq_dim];
-  halide_dimension_t& batch = b.raw_buffer()->dim[batch_dim];
-  t.min = 0, t.extent = k, t.stride = batch.stride;
-  batch.extent /= k, batch.stride *= k;
-}
-
 template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
   return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
 }
@@ -123,24 +114,29 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   }
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
   vocab_lengths_.fill(config_.tgt_vocab);
-  scratch_ = fbuffer(config_.d_k(), tgt_cap_, config_.nhead, rows_cap_);
+  src_rows_ = ibuffer(src_cap_, rows_cap_), tgt_rows_ = ibuffer(tgt_cap_, rows_cap_);
+  // Identity tables: every key in its query's own row (decode() keeps tgt_rows_).
+  src_rows_.for_each_element([&](int key, int row) { src_rows_(key, row) = row / group_; });
+  tgt_rows_.for_each_element([&](int key, int row) { tgt_rows_(key, row) = row; });
+  old_tgt_rows_.assign(std::size_t(tgt_cap_) * std::size_t(rows_cap_), 0);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
-  for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_})
+  for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_, &src_rows_, &tgt_rows_})
     upload(*b);
-  for (fbuffer* b : {&pick_lp_, &scratch_})
-    upload(*b);
+  upload(pick_lp_);
 }
 
-fbuffer executor::view(const operand& o, bool grouped) const {
+fbuffer executor::view(const operand& o) const {
   if (o.kind == role::weight)
     return *o.weight;
   if (o.kind == role::cache) {
     // (d_k, position, heads, batch): a head's keys are contiguous, so a decode
     // step's attention streams them; a step writes positions pos .. pos + t - 1
-    // and reads 0 .. pos + t - 1.
-    const int first = o.is_output ? pos_ : 0;
-    fbuffer b = o.act->cropped(1, first, pos_ + t_ - first).cropped(3, 0, rows_);
-    renumber(b, 1, -first); // kernels want min 0
+    // of its rows and reads 0 .. pos + t - 1 of any row, through tgt_rows_ (a
+    // beam's rows share their prefixes).
+    if (!o.is_output)
+      return o.act->cropped(1, 0, pos_ + t_);
+    fbuffer b = o.act->cropped(1, pos_, t_).cropped(3, 0, rows_);
+    renumber(b, 1, -pos_); // kernels want min 0
     return b;
   }
   fbuffer b = *o.act; // an activation or per-source tensor
@@ -148,8 +144,6 @@ fbuffer executor::view(const operand& o, bool grouped) const {
     b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
   if (o.batch_dim >= 0)
     b.crop(o.batch_dim, 0, o.kind == role::per_source ? sources() : rows_);
-  if (grouped && o.kind == role::activation && o.seq_dim >= 0 && o.batch_dim >= 0)
-    group_rows(b, o.seq_dim, o.batch_dim, group_);
   return b;
 }
 
@@ -199,16 +193,17 @@ void executor::run(const plan& p, phase ph) {
     std::array<ibuffer, max_step_args> ints;
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const operand& o = s.args[i];
-      if (o.integers) { // lengths (rows; sources'), the call's tokens (as given), picked ids (1, rows)
+      if (o.integers) { // per row: lengths, k/v row tables, picked ids; the call's tokens (as given)
         ints[i] = o.kind == role::tokens    ? *o.integers
-                  : o.kind == role::lengths ? o.integers->cropped(0, 0, o.integers == &src_lengths_ ? sources() : rows_)
+                  : o.kind == role::lengths ? o.integers->cropped(0, 0, rows_)
+                  : o.kind == role::kv_rows ? kv_rows_view(o)
                                             : o.integers->cropped(1, 0, rows_);
         args[i] = ints[i].raw_buffer();
       } else if (dsl::layers::is_scalar(o.kind)) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
       } else {
-        bufs[i] = staged(o) ? staging(o) : view(o, s.reads_per_source && group_ > 1);
+        bufs[i] = staged(o) ? staging(o) : view(o);
         args[i] = bufs[i].raw_buffer();
       }
     }
@@ -235,7 +230,7 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   reserve(rows_, src_, 1);
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
-  upload(src_lengths_);
+  read_sources_by_rows();
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty(); // a host buffer: its contents go up
@@ -254,6 +249,19 @@ void executor::expand(int k) {
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
   rows_ *= k, group_ = k;
+  for (int r = rows_ - 1; r >= 0; --r) // lengths per row now: row r reads source r / k
+    src_lengths_(r) = src_lengths_(r / k);
+  read_sources_by_rows();
+}
+
+// Row r reads source r / group_'s memory (its keys and values, its length): the
+// k beams of a source share one copy, and attention runs one query per row.
+void executor::read_sources_by_rows() {
+  for (int r = 0; r < rows_cap_; ++r)
+    for (int j = 0; j < src_cap_; ++j)
+      src_rows_(j, r) = r / group_;
+  upload(src_rows_);
+  upload(src_lengths_);
 }
 
 void executor::project_memory() { run(cross_, phase::encode); }
@@ -266,9 +274,13 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
     throw error("decode: expanded rows decode one position per call, not " + std::to_string(t_));
   if (pos + t_ > tgt_cap_)
     throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
-  for (int r = 0; r < rows_; ++r)
+  for (int r = 0; r < rows_; ++r) {
     tgt_lengths_(r) = pos + t_;
+    for (int p = pos; p < pos + t_; ++p)
+      tgt_rows_(p, r) = r; // the step writes its rows' new positions
+  }
   upload(tgt_lengths_);
+  upload(tgt_rows_);
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty();
@@ -304,26 +316,22 @@ void executor::pick(const int*& ids, const float*& log_probs) {
   ids = &iv(0, 0), log_probs = &pv(0, 0);
 }
 
-// Only rows whose parent is another row are written; a parent that is itself
-// overwritten is read through the scratch buffer. Copies go where the data lives
-// (the device, on a GPU). Per cache, two passes of independent copies, each in
-// parallel: into the scratch (which the caches share), then into the rows.
+// Row r's history becomes its parent's: positions < len of row r are read from
+// wherever its parent's are (tgt_rows_). No key or value moves; the next step
+// writes position len of every row into that row, which no history refers to.
 void executor::reorder_caches(const std::vector<int>& parent, int len) {
   scoped_time timed(profiler_, phase::decode, "reorder_caches");
-  const auto staged = [&](int r) { return parent[std::size_t(parent[std::size_t(r)])] != parent[std::size_t(r)]; };
-  for (const std::string& key : caches_) { // (d_k, position, heads, batch)
-    fbuffer& c = acts_.at(key);
-    copies_.clear();
-    for (int r = 0; r < rows_; ++r)
-      if (parent[std::size_t(r)] != r && staged(r))
-        copies_.push_back(row_views(c, parent[std::size_t(r)], scratch_, r, 3, 1, len));
-    copy_all(copies_);
-    copies_.clear();
-    for (int r = 0; r < rows_; ++r)
-      if (parent[std::size_t(r)] != r)
-        copies_.push_back(row_views(staged(r) ? scratch_ : c, staged(r) ? r : parent[std::size_t(r)], c, r, 3, 1, len));
-    copy_all(copies_);
-  }
+  const std::size_t n = std::size_t(len);
+  for (int r = 0; r < rows_; ++r)
+    std::copy_n(&tgt_rows_(0, r), n, &old_tgt_rows_[std::size_t(r) * n]);
+  for (int r = 0; r < rows_; ++r)
+    std::copy_n(&old_tgt_rows_[std::size_t(parent[std::size_t(r)]) * n], n, &tgt_rows_(0, r));
+  upload(tgt_rows_);
+}
+
+ibuffer executor::kv_rows_view(const operand& o) const {
+  const bool src = o.integers == &src_rows_;
+  return o.integers->cropped(0, 0, src ? src_ : pos_ + t_).cropped(1, 0, rows_);
 }
 
 executor::row_copy executor::row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim,
@@ -341,20 +349,6 @@ void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf
   copy(c.from, c.to);
 }
 
-void executor::copy_all(std::vector<row_copy>& copies) const {
-  if (iface_ || copies.size() < 2) {
-    for (row_copy& c : copies)
-      copy(c.from, c.to);
-    return;
-  }
-  const auto one = [](void*, int i, uint8_t* closure) {
-    row_copy& c = (*reinterpret_cast<std::vector<row_copy>*>(closure))[std::size_t(i)];
-    c.to.copy_from(c.from);
-    return 0;
-  };
-  check(halide_do_par_for(nullptr, one, 0, int(copies.size()), reinterpret_cast<uint8_t*>(&copies)), "reorder_caches");
-}
-
 int executor::batch_dim_of(const std::string& key) const {
   const auto& dims = act_dims_.at(key);
   return int(std::find(dims.begin(), dims.end(), "batch") - dims.begin());
@@ -369,18 +363,20 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
   for (std::size_t i = 0; i < keep.size(); ++i)
     if (keep.size() % k != 0 || keep[i] != keep[i / k * k] + int(i % k) || keep[i / k * k] % int(k) != 0)
       throw error("keep_rows: rows must be whole sources' blocks of " + std::to_string(k));
+  // Caches stay where they are: row i reads row keep[i]'s history (keep[i] >= i,
+  // so the table's columns move down in place).
   for (int i = 0; i < int(keep.size()); ++i)
-    if (keep[std::size_t(i)] != i)
-      for (const std::string& key : caches_) // (d_k, position, heads, batch)
-        copy_row(acts_.at(key), keep[std::size_t(i)], acts_.at(key), i, 3, 1, len);
+    std::copy_n(&tgt_rows_(0, keep[std::size_t(i)]), len, &tgt_rows_(0, i));
+  upload(tgt_rows_);
   for (int s = 0; s < int(keep.size() / k); ++s) {
     const int from = keep[std::size_t(s) * k] / int(k);
     if (from == s)
       continue;
     for (const std::string& key : per_source_)
       copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
-    src_lengths_(s) = src_lengths_(from);
   }
+  for (std::size_t i = 0; i < keep.size(); ++i) // per row (see read_sources_by_rows)
+    src_lengths_(int(i)) = src_lengths_(keep[i]);
   rows_ = int(keep.size());
   upload(src_lengths_);
 }

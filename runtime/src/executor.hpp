@@ -53,10 +53,10 @@ public:
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
   // Gives every source k decoder rows (source r -> rows r*k .. r*k + k-1), for
-  // beams. Nothing per source is copied: the cross-attention keys and values and
-  // the source lengths stay one per source, and the cross-attention sees a
-  // source's k rows as k query positions of that source (one read of its keys and
-  // values serves every beam). Call it after project_memory().
+  // beams. Nothing per source is copied: the cross-attention keys and values stay
+  // one per source, and row r's attention reads source r / k's through its k/v row
+  // table (src_rows_), one query per row as in greedy decoding, so a row's result
+  // does not depend on its beams. Call it after project_memory().
   void expand(int k);
   // Projects memory() to every decoder layer's cross-attention keys and values.
   void project_memory();
@@ -77,7 +77,8 @@ public:
   // per row the best token (ties: the lowest id) and its log-probability. Only
   // these come to the host. The spans hold rows() entries until the next call.
   void pick(const int*& ids, const float*& log_probs);
-  // Row r of every self-attention cache becomes row parent[r] (positions < len).
+  // Row r of every self-attention cache becomes row parent[r] (positions < len):
+  // by the rows' key table, no cache data moves.
   void reorder_caches(const std::vector<int>& parent, int len);
   // Only the batch rows `keep` (ascending; after expand(k), whole sources' blocks
   // of k) stay, as rows 0 .. keep.size() - 1, of every self-attention cache
@@ -119,8 +120,7 @@ private:
   };
   struct step {
     kernel_call call;
-    std::vector<operand> args;     // in the call's (the description's) order
-    bool reads_per_source = false; // cross-attention: after expand(k), rows grouped by source
+    std::vector<operand> args; // in the call's (the description's) order
   };
   using plan = std::vector<step>;
   static constexpr std::size_t max_step_args = 16;
@@ -132,7 +132,8 @@ private:
                        bool decoder);
   void run(const plan& p, phase ph);
   scalar_value scalar(const operand& o) const;
-  fbuffer view(const operand& o, bool grouped = false) const;
+  fbuffer view(const operand& o) const;
+  void read_sources_by_rows(); // src_rows_ and src_lengths_ after encode() / expand()
   bool staged(const operand& o) const;
   fbuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success
@@ -150,9 +151,8 @@ private:
                      int len) const;
   void copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
                 int len) const;
-  // Copies of which none reads what another writes: on the CPU, in parallel on
-  // the kernels' thread pool (a beam step reorders megabytes of cache).
-  void copy_all(std::vector<row_copy>& copies) const;
+  // The call's part of a k/v row table (kv_rows operand): keys x query rows.
+  ibuffer kv_rows_view(const operand& o) const;
   static void written(fbuffer& view); // a kernel wrote `view` (see executor.cpp)
   fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, role kind);
 
@@ -175,8 +175,11 @@ private:
   ibuffer pick_ids_; // (1, rows)
   fbuffer pick_lp_;  // (1, rows)
   ibuffer tokens_;   // the current call's token ids (a view of the caller's)
-  fbuffer scratch_;
-  std::vector<row_copy> copies_;              // reorder_caches' copies (kept: no allocation once grown)
+  // Attention's k/v row tables (key position, row): the identity for sources, and
+  // for the self-attention caches the row holding each position of each row's
+  // history (beams share their prefixes' rows); old_tgt_rows_ is reorder's copy.
+  ibuffer src_rows_, tgt_rows_;
+  std::vector<int32_t> old_tgt_rows_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;
   profiler* profiler_ = nullptr;

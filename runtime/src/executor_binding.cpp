@@ -112,8 +112,6 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
                       : o.is_output ? output_arg(o.formal, argument_type(o.type), rank)
                                     : input_arg(o.formal, argument_type(o.type), rank));
     }
-    st.reads_per_source = std::any_of(st.args.begin(), st.args.end(),
-                                      [](const operand& o) { return !o.is_output && o.kind == role::per_source; });
     try {
       st.call = bind_kernel(device_, s.function, specs);
     } catch (const error& e) {
@@ -141,6 +139,11 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     op.integers = o.actual == "src_lengths"   ? &src_lengths_
                   : o.actual == "tgt_lengths" ? &tgt_lengths_
                                               : &vocab_lengths_;
+    return op;
+  case role::kv_rows:
+    if (o.actual != "src_rows" && o.actual != "tgt_rows")
+      throw error("unknown k/v row table '" + o.actual + "' (src_rows or tgt_rows)");
+    op.integers = o.actual == "src_rows" ? &src_rows_ : &tgt_rows_;
     return op;
   case role::tokens:
     op.integers = &tokens_;

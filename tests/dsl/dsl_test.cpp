@@ -116,32 +116,36 @@ TEST_CASE("lowering constrains every input carrying a dimension to one extent", 
   CHECK(r(3, 2) == 3.0f);
 }
 
-TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowering][attention]") {
+TEST_CASE("the chunked attention lowering matches a direct softmax, keys by their row table",
+          "[dsl][lowering][attention]") {
   const std::uint32_t seed = test_seed();
   INFO("seed " << seed << " (HALFORMER_TEST_SEED=" << seed << " replays it)");
   std::mt19937 rng(seed);
-  const int DK = 8, T = 3, TK = 11, H = 2, B = 2;
+  const int DK = 8, T = 3, TK = 11, H = 2, B = 2, ROWS = 3;
   Halide::ImageParam q_in(Halide::Float(32), 4, "q"), k_in(Halide::Float(32), 4, "k"), v_in(Halide::Float(32), 4, "v"),
-      l_in(Halide::Int(32), 1, "lengths");
+      r_in(Halide::Int(32), 2, "kv_rows"), l_in(Halide::Int(32), 1, "lengths");
   Halide::Param<bool> causal_in("causal");
   Halide::Param<int> offset_in("offset");
   auto q = input("q", shape(d_k, t, heads, batch));
-  auto k = input("k", shape(d_k, tk, heads, batch));
-  auto v = input("v", shape(d_k, tk, heads, batch));
+  auto k = input("k", shape(d_k, tk, heads, kv_row));
+  auto v = input("v", shape(d_k, tk, heads, kv_row));
+  auto rows = input("kv_rows", shape(tk, batch), dtype::i32);
   auto l = input("lengths", shape(batch), dtype::i32);
   lowering ctx;
   ctx.options["kv_chunk"] = 4; // 11 keys: two full chunks and a partial one
-  ctx.bind(q, q_in), ctx.bind(k, k_in), ctx.bind(v, v_in), ctx.bind(l, l_in);
+  ctx.bind(q, q_in), ctx.bind(k, k_in), ctx.bind(v, v_in), ctx.bind(rows, r_in), ctx.bind(l, l_in);
   auto causal = param("causal", dtype::boolean);
   auto offset = param("offset", dtype::i32);
   ctx.bind(causal, Halide::Expr(causal_in));
   ctx.bind(offset, Halide::Expr(offset_in));
-  Halide::Func out = ctx.lower(attention("attention", q, k, v, l, causal, offset)).f;
-  auto qb = random_buffer(rng, {DK, T, H, B}), kb = random_buffer(rng, {DK, TK, H, B}),
-       vb = random_buffer(rng, {DK, TK, H, B});
-  Halide::Buffer<int> lb(B);
+  Halide::Func out = ctx.lower(attention("attention", q, k, v, rows, l, causal, offset)).f;
+  auto qb = random_buffer(rng, {DK, T, H, B}), kb = random_buffer(rng, {DK, TK, H, ROWS}),
+       vb = random_buffer(rng, {DK, TK, H, ROWS});
+  Halide::Buffer<int> lb(B), rb(TK, B);
   lb(0) = TK, lb(1) = 6;
-  q_in.set(qb), k_in.set(kb), v_in.set(vb), l_in.set(lb), causal_in.set(true), offset_in.set(7);
+  std::uniform_int_distribution<int> any_row(0, ROWS - 1);
+  rb.for_each_value([&](int& r) { r = any_row(rng); }); // each key from any row, as a beam's cache
+  q_in.set(qb), k_in.set(kb), v_in.set(vb), r_in.set(rb), l_in.set(lb), causal_in.set(true), offset_in.set(7);
   Halide::Buffer<float> got = out.realize({DK, T, H, B});
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
@@ -152,7 +156,7 @@ TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowe
           if (j < lb(b) && j <= i + 7) {
             double s = 0;
             for (int d = 0; d < DK; ++d)
-              s += double(qb(d, i, h, b)) * kb(d, j, h, b);
+              s += double(qb(d, i, h, b)) * kb(d, j, h, rb(j, b));
             p[j] = s / std::sqrt(double(DK));
             m = std::max(m, p[j]);
           }
@@ -161,7 +165,7 @@ TEST_CASE("the chunked attention lowering matches a direct softmax", "[dsl][lowe
         for (int d = 0; d < DK; ++d) {
           double o = 0;
           for (int j = 0; j < TK; ++j)
-            o += p[j] / z * vb(d, j, h, b);
+            o += p[j] / z * vb(d, j, h, rb(j, b));
           CHECK(std::abs(got(d, i, h, b) - o) <= 1e-5 * (1 + std::abs(o)));
         }
       }

@@ -45,7 +45,7 @@ template <class Layer> std::set<std::string> weights_of(const Layer& layer) {
 } // namespace
 
 TEST_CASE("encoder layers: kernel order and data flow", "[layers]") {
-  const std::set<std::string> inputs{"x", "src_lengths"};
+  const std::set<std::string> inputs{"x", "src_lengths", "src_rows"};
   using v = std::vector<std::string>;
   CHECK(check_flow(layers::encoder_layer(hana::false_c, "relu"), inputs, "x") ==
         v{"qkv_projection", "attention", "out_projection", "layernorm", "ffn_relu", "layernorm"});
@@ -54,7 +54,7 @@ TEST_CASE("encoder layers: kernel order and data flow", "[layers]") {
 }
 
 TEST_CASE("decoder layers: kernel order and data flow", "[layers]") {
-  const std::set<std::string> inputs{"y", "memory", "src_lengths", "tgt_lengths"};
+  const std::set<std::string> inputs{"y", "memory", "src_lengths", "tgt_lengths", "src_rows", "tgt_rows"};
   using v = std::vector<std::string>;
   CHECK(check_flow(layers::decoder_layer(hana::false_c, "relu"), inputs, "y") ==
         v{"qkv_projection", "attention", "out_projection", "layernorm", "kv_projection", "q_projection", "attention",
@@ -79,6 +79,25 @@ TEST_CASE("attention steps carry their masks as typed scalars", "[layers]") {
   });
   CHECK(causal == std::vector<double>{1, 0});
   CHECK(offsets == std::vector<layers::role>{layers::role::position, layers::role::constant});
+}
+
+TEST_CASE("attention steps read keys through the runtime's row tables", "[layers]") {
+  // Encoder: each row's own keys; decoder: the self-attention cache by the beams'
+  // table, the memory by source.
+  const auto tables = [](const auto& layer) {
+    std::vector<std::string> names;
+    layers::walk(layer, [&](const auto& step) {
+      layers::for_each_operand(step, [&](const auto& op) {
+        if (op.formal == "kv_rows") {
+          CHECK(op.actual.kind == layers::role::kv_rows);
+          names.push_back(op.actual.name);
+        }
+      });
+    });
+    return names;
+  };
+  CHECK(tables(layers::encoder_layer(hana::false_c, "relu")) == std::vector<std::string>{"src_rows"});
+  CHECK(tables(layers::decoder_layer(hana::true_c, "relu")) == std::vector<std::string>{"tgt_rows", "src_rows"});
 }
 
 TEST_CASE("layers name exactly the weights PyTorch's layers have (after repacking)", "[layers]") {
@@ -113,8 +132,12 @@ TEST_CASE("every kernel's interface comes from its DSL definition", "[layers]") 
   CHECK(pick.outputs.at(0).type == dtype::i32);
   CHECK(pick.outputs.at(1).type == dtype::f32);
   const auto att = kernels::interface_of("attention");
-  CHECK(att.inputs.at(4).name == "causal");
-  CHECK(att.inputs.at(4).type == dtype::boolean);
-  CHECK(att.inputs.at(4).dims.empty());
+  CHECK(att.inputs.at(1).dims == std::vector<std::string>{"d_k", "tk", "heads", "kv_row"});
+  CHECK(att.inputs.at(3).name == "kv_rows");
+  CHECK(att.inputs.at(3).type == dtype::i32);
+  CHECK(att.inputs.at(3).dims == std::vector<std::string>{"tk", "batch"});
+  CHECK(att.inputs.at(5).name == "causal");
+  CHECK(att.inputs.at(5).type == dtype::boolean);
+  CHECK(att.inputs.at(5).dims.empty());
   CHECK_THROWS_WITH(kernels::interface_of("atention"), Catch::Contains("no kernel named 'atention'"));
 }

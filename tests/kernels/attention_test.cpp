@@ -1,7 +1,8 @@
 // Attention against the float64 reference: every mask case (key padding lengths
 // including 1, full and 0; causal with offsets; decode steps against a cache),
 // awkward shapes (Tk 1/7/64/333, around and across key-chunk boundaries), strided
-// cache views, and logits near +-1e4.
+// cache views, logits near +-1e4, and k/v rows named per key by a table (a beam's
+// shared cache: the reference reads the same rows).
 #include "support.hpp"
 
 using test::Buffer;
@@ -21,17 +22,44 @@ std::vector<int> random_lengths(int batch, int tk) {
   return l;
 }
 
-void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f) {
+// Every key in its query's own row.
+Buffer<int32_t> identity_rows(int tk, int batch) {
+  Buffer<int32_t> rows(tk, batch);
+  rows.for_each_element([&](int key, int b) { rows(key, b) = b; });
+  return rows;
+}
+// Keys from any of `kv_rows` rows, as beams that share prefixes.
+Buffer<int32_t> random_rows(int tk, int batch, int kv_rows) {
+  Buffer<int32_t> rows(tk, batch);
+  std::uniform_int_distribution<int> any(0, kv_rows - 1);
+  rows.for_each_value([&](int32_t& r) { r = any(test::rng()); });
+  return rows;
+}
+// x (d_k, tk, heads, kv_row) as the dense (d_k, tk, heads, batch) the table names.
+Buffer<float> gathered(const Buffer<float>& x, const Buffer<int32_t>& rows) {
+  Buffer<float> g(x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), rows.dim(1).extent());
+  g.for_each_element([&](int d, int key, int h, int b) {
+    g(d, key, h, b) = x(d, key, h, std::clamp(rows(key, b), 0, x.dim(3).extent() - 1));
+  });
+  return g;
+}
+
+// With shared rows: k and v have batch + 1 rows, each key's row drawn at random.
+void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f, bool shared_rows = true) {
+  const int kv_rows = shared_rows ? c.batch + 1 : c.batch;
   INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch << " causal "
-              << c.causal << " offset " << c.offset);
+              << c.causal << " offset " << c.offset << " k/v rows " << kv_rows);
   auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale),
-       k = test::random({c.d_k, c.tk, c.heads, c.batch}, scale), v = test::random({c.d_k, c.tk, c.heads, c.batch});
+       k = test::random({c.d_k, c.tk, c.heads, kv_rows}, scale), v = test::random({c.d_k, c.tk, c.heads, kv_rows});
+  Buffer<int32_t> rows = shared_rows ? random_rows(c.tk, c.batch, kv_rows) : identity_rows(c.tk, c.batch);
   Buffer<int32_t> len(c.batch);
   for (int b = 0; b < c.batch; ++b)
     len(b) = lengths[b];
   Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
-  REQUIRE_OK(HF(attention)(q, k, v, len, c.causal, c.offset, out));
-  CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), lengths, c.causal, c.offset),
+  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, out));
+  CHECK_CLOSE(out,
+              ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)), lengths,
+                             c.causal, c.offset),
               test::rtol);
 }
 } // namespace
@@ -40,7 +68,26 @@ TEST_CASE("attention with key padding matches the reference", "[attention]") {
   for (const auto& c :
        {case_{16, 1, 1, 1, 1, false, 0}, case_{16, 7, 7, 3, 3, false, 0}, case_{32, 64, 64, 8, 2, false, 0},
         case_{64, 7, 333, 2, 3, false, 0}, case_{64, 333, 65, 1, 1, false, 0}, case_{32, 5, 129, 4, 2, false, 0}})
-    check_attention(c, random_lengths(c.batch, c.tk));
+    for (bool shared_rows : {false, true})
+      check_attention(c, random_lengths(c.batch, c.tk), 1.0f, shared_rows);
+}
+
+TEST_CASE("a k/v row table naming rows outside k reads the nearest row, never outside", "[attention][errors]") {
+  const int d_k = 16, tk = 9, heads = 2, batch = 2;
+  for (int tq : {3, 1}) { // several queries; a decode step
+    INFO("queries " << tq);
+    auto q = test::random({d_k, tq, heads, batch}), k = test::random({d_k, tk, heads, batch}),
+         v = test::random({d_k, tk, heads, batch});
+    Buffer<int32_t> rows(tk, batch), len(batch);
+    rows.for_each_element([&](int key, int b) { rows(key, b) = key % 2 ? -5 : 1000; });
+    len.fill(tk);
+    Buffer<float> out(d_k, tq, heads, batch);
+    REQUIRE_OK(HF(attention)(q, k, v, rows, len, false, 0, out));
+    CHECK_CLOSE(out,
+                ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)),
+                               {tk, tk}, false, 0),
+                test::rtol);
+  }
 }
 
 TEST_CASE("causal attention with query offsets matches the reference", "[attention][causal]") {
@@ -84,7 +131,7 @@ void check_strided_cache(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk, len(1) = 20;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, len, true, tk - tq, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, true, tk - tq, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
               test::rtol);
 }
@@ -109,7 +156,7 @@ void check_large_logits(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, len, false, 0, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, out));
   double max_logit = 0;
   for (int t = 0; t < tq; ++t)
     for (int j = 0; j < tk; ++j) {

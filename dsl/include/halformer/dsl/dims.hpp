@@ -33,6 +33,7 @@ HALFORMER_DIM(d_out);   // output features of a generic linear layer
 HALFORMER_DIM(t);       // token position (queries / the sequence being processed)
 HALFORMER_DIM(tk);      // key position (attention keys and values)
 HALFORMER_DIM(batch);   // sentence in the batch (batch x beam when decoding)
+HALFORMER_DIM(kv_row);  // a row of attention's keys and values, which a table names per (key, batch row)
 HALFORMER_DIM(vocab);   // vocabulary entry
 HALFORMER_DIM(chunk);   // a chunk of consecutive entries of a row (beam search's candidates)
 // Sequence axes of a sequence-to-sequence model; kernels' formal t/tk bind to them.

@@ -231,20 +231,25 @@ template <class D, class T, Tensor O> auto sinusoidal(std::string name, D d, T t
 // ---- attention -----------------------------------------------------------------------
 
 // Scaled dot-product attention over all heads of a batch:
-// q (d_k, t, heads, batch), k and v (d_k, tk, heads, batch), lengths (batch) masks
+// q (d_k, t, heads, batch); k and v (d_k, tk, heads, kv_row), whose row for key
+// position j of query row b is kv_rows(j, b) (int32, (tk, batch)): a beam's cache
+// is a tree of rows that share their prefixes, so reordering beams rewrites this
+// table and copies no keys (an identity table reads row b). lengths (batch) masks
 // keys >= length, causal masks keys > query + offset. Result (d_k, t, heads, batch).
-template <Tensor Q, Tensor K, Tensor V, Tensor L, Tensor C, Tensor O>
-auto attention(std::string name, Q q, K k, V v, L lengths, C causal, O offset) {
+template <Tensor Q, Tensor K, Tensor V, Tensor R, Tensor L, Tensor C, Tensor O>
+auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, O offset) {
   using namespace dims;
   static_assert(std::is_same_v<shape_t<Q>, decltype(shape(d_k, t, heads, batch))>,
                 "halformer::dsl::attention: q must be (d_k, t, heads, batch)");
-  static_assert(std::is_same_v<shape_t<K>, decltype(shape(d_k, tk, heads, batch))>,
-                "halformer::dsl::attention: k must be (d_k, tk, heads, batch)");
+  static_assert(std::is_same_v<shape_t<K>, decltype(shape(d_k, tk, heads, kv_row))>,
+                "halformer::dsl::attention: k must be (d_k, tk, heads, kv_row)");
   static_assert(std::is_same_v<shape_t<V>, shape_t<K>>, "halformer::dsl::attention: v must have k's shape");
+  static_assert(std::is_same_v<shape_t<R>, decltype(shape(tk, batch))>,
+                "halformer::dsl::attention: kv_rows must be (tk, batch)");
   static_assert(std::is_same_v<shape_t<L>, decltype(shape(batch))>,
                 "halformer::dsl::attention: lengths must be (batch)");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
-              std::move(lengths), std::move(causal), std::move(offset));
+              std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset));
 }
 
 // ---- greedy choice ----------------------------------------------------------------

@@ -70,17 +70,20 @@ struct q_projection : head_projection {
   auto outputs() const { return hana::make_tuple(projection("q")); }
 };
 
+// k and v rows by a table (dsl::attention): decode steps read a beam's cache in
+// place, the encoder passes the identity.
 struct attention {
   static constexpr std::string_view name = "attention", schedule = "attention";
   decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
-  decltype(input("k", shape(d_k, tk, heads, batch))) k = input("k", shape(d_k, tk, heads, batch));
-  decltype(input("v", shape(d_k, tk, heads, batch))) v = input("v", shape(d_k, tk, heads, batch));
+  decltype(input("k", shape(d_k, tk, heads, kv_row))) k = input("k", shape(d_k, tk, heads, kv_row));
+  decltype(input("v", shape(d_k, tk, heads, kv_row))) v = input("v", shape(d_k, tk, heads, kv_row));
+  decltype(input("kv_rows", shape(tk, batch))) kv_rows = input("kv_rows", shape(tk, batch), dtype::i32);
   decltype(input("lengths", shape(batch))) lengths = input("lengths", shape(batch), dtype::i32);
   decltype(param("causal")) causal = param("causal", dtype::boolean);
   decltype(param("offset")) offset = param("offset", dtype::i32);
 
-  auto algorithm() const { return dsl::attention("attention", q, k, v, lengths, causal, offset); }
-  auto inputs() const { return hana::make_tuple(q, k, v, lengths, causal, offset); }
+  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset); }
+  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 

@@ -25,6 +25,7 @@ enum class role {
   cache,           // a self-attention K/V cache: grows by t positions per decode step
   per_source,      // computed once per source and kept per layer (cross-attention K/V)
   lengths,         // per batch row: source or target lengths (int32)
+  kv_rows,         // per key position and batch row: the row of k/v attention reads (int32, dsl::attention)
   constant,        // a scalar fixed by the description (causal, offset 0)
   position,        // a scalar: the first position of this decode call
   layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
@@ -50,6 +51,11 @@ template <class S> tensor_ref<S> weight(std::string name, S) { return {std::move
 template <class S> tensor_ref<S> cache(std::string name, S) { return {std::move(name), role::cache}; }
 template <class S> tensor_ref<S> per_source(std::string name, S) { return {std::move(name), role::per_source}; }
 inline auto lengths(std::string name) { return tensor_ref<decltype(shape(batch))>{std::move(name), role::lengths}; }
+// "src_rows": every key in the query's own row; "tgt_rows": a decoder's self-attention
+// cache, whose rows beams share (the runtime keeps the table).
+template <class Seq> auto kv_rows(std::string name, Seq seq) {
+  return tensor_ref<decltype(shape(seq, batch))>{std::move(name), role::kv_rows};
+}
 using scalar_ref = tensor_ref<hana::tuple<>>;
 inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
 inline scalar_ref position() { return {"position", role::position}; }
@@ -153,6 +159,7 @@ auto self_attention(T seq, NormFirst norm_first, const std::string& prefix, cons
                  hp.bias("b_k") >> b("b_k"), hp.bias("b_v") >> b("b_v"), out::head_layout("q") >> heads_("q"),
                  out::head_layout("k") >> kv("k_cache"), out::head_layout("v") >> kv("v_cache"));
   auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
+                 at.kv_rows >> kv_rows(causal ? "tgt_rows" : "src_rows", seq),
                  at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
                  at.offset >> position(), out::head_layout("out") >> heads_("context"));
   auto proj = out_projection_step(seq, prefix, prefix + "context", x, summed);
@@ -181,9 +188,9 @@ auto cross_attention(NormFirst norm_first, const std::string& prefix, const std:
                 out::head_layout("k") >> k, out::head_layout("v") >> v);
   auto qs = run(qp, qp.x >> ref(norm_first ? normed : x, shape(d_model, tgt, batch)), qp.weight("w_q") >> w("w_q"),
                 qp.bias("b_q") >> b("b_q"), out::head_layout("q") >> q);
-  auto att =
-      run(at, at.q >> q, at.k >> k, at.v >> v, at.lengths >> lengths("src_lengths"), at.causal >> constant(false),
-          at.offset >> constant(0), out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
+  auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
+                 at.lengths >> lengths("src_lengths"), at.causal >> constant(false), at.offset >> constant(0),
+                 out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
   auto proj = out_projection_step(tgt, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
     return hana::make_tuple(kv, norm_step(tgt, norm_weights, x, normed), qs, att, proj);

@@ -12,18 +12,32 @@
 //   key, `decode_lanes` partial sums of q.k across d_k, then their sum. With one
 //   query the transposition would cost as much as the scores, for keys read once
 //   per step (a cache, or the encoder memory's).
-// Both share the masks (lowering::valid) and define a row with no valid key as zeros.
+// Both share the masks (lowering::valid) and define a row with no valid key as zeros,
+// and both read key j of query row b from k/v row kv_rows(j, b), clamped into k's
+// rows (a bad table reads a wrong row, never outside the buffer).
 #pragma once
 
 namespace halformer::dsl {
 
 struct lowering::attention_operands {
-  lowered q, k, v, lengths;
-  Halide::Expr causal, offset;
+  lowered q, k, v, kv_rows, lengths;
+  Halide::Expr causal, offset, kv_row_count;
+  // Key `key` (< tk) of query row b, for head h and feature d: k's and v's entries.
+  Halide::Expr row(const Halide::Expr& key, const Halide::Expr& b) const {
+    return Halide::clamp(kv_rows.f(key, b), 0, kv_row_count - 1);
+  }
+  Halide::Expr key(const Halide::Expr& d, const Halide::Expr& key, const Halide::Expr& h, const Halide::Expr& b) const {
+    return k.f(d, key, h, row(key, b));
+  }
+  Halide::Expr value(const Halide::Expr& d, const Halide::Expr& key, const Halide::Expr& h,
+                     const Halide::Expr& b) const {
+    return v.f(d, key, h, row(key, b));
+  }
 };
 
 template <class Args> void lowering::build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
-  const attention_operands at{a[0], a[1], a[2], a[3], Halide::cast<int>(scalar_of(a[4])), scalar_of(a[5])};
+  const attention_operands at{
+      a[0], a[1], a[2], a[3], a[4], Halide::cast<int>(scalar_of(a[5])), scalar_of(a[6]), extent("kv_row")};
   Halide::Var d("d_k"), t("t"), h("heads"), b("batch");
   Halide::Expr value = attention_chunked(o.name, at);
   if (const int lanes = options.count("decode_lanes") ? options.at("decode_lanes") : 0; lanes > 0)
@@ -47,7 +61,7 @@ inline Halide::Expr lowering::attention_chunked(const std::string& n, const atte
                chunk_sum = new_stage(n + "_chunk_sum"), chunk_out = new_stage(n + "_chunk_out"),
                row_max = new_stage(n + "_max"), weight = new_stage(n + "_weight"), row_sum = new_stage(n + "_sum"),
                row_out = new_stage(n + "_out_unnormalized");
-  k_t(kk, c, d, h, b) = at.k.f(d, clamp_key(key(kk, c)), h, b);
+  k_t(kk, c, d, h, b) = at.key(d, clamp_key(key(kk, c)), h, b);
   Halide::RDom rd(0, dk, n + "_rd");
   scores(kk, c, t, h, b) = 0.0f;
   scores(kk, c, t, h, b) += at.q.f(rd, t, h, b) * k_t(kk, c, rd, h, b);
@@ -59,7 +73,7 @@ inline Halide::Expr lowering::attention_chunked(const std::string& n, const atte
   chunk_sum(c, t, h, b) = 0.0f;
   chunk_sum(c, t, h, b) += p(rk, c, t, h, b);
   chunk_out(d, c, t, h, b) = 0.0f;
-  chunk_out(d, c, t, h, b) += p(rk, c, t, h, b) * at.v.f(d, clamp_key(key(rk, c)), h, b);
+  chunk_out(d, c, t, h, b) += p(rk, c, t, h, b) * at.value(d, clamp_key(key(rk, c)), h, b);
   Halide::RDom rc(0, chunks, n + "_rc");
   row_max(t, h, b) = masked_logit;
   row_max(t, h, b) = Halide::max(row_max(t, h, b), chunk_max(rc, t, h, b));
@@ -89,8 +103,8 @@ inline Halide::Expr lowering::attention_direct(const std::string& n, const atten
   // lanes are summed.
   Halide::RDom rb(0, dk / lanes, n + "_direct_rb");
   Halide::Expr rest = dk / lanes * lanes + l, rest_c = Halide::min(rest, dk - 1), key_c = Halide::min(key, tk - 1);
-  partial(l, key, t, h, b) = Halide::select(rest < dk, at.q.f(rest_c, t, h, b) * at.k.f(rest_c, key_c, h, b), 0.0f);
-  partial(l, key, t, h, b) += at.q.f(l + lanes * rb.x, t, h, b) * at.k.f(l + lanes * rb.x, key_c, h, b);
+  partial(l, key, t, h, b) = Halide::select(rest < dk, at.q.f(rest_c, t, h, b) * at.key(rest_c, key_c, h, b), 0.0f);
+  partial(l, key, t, h, b) += at.q.f(l + lanes * rb.x, t, h, b) * at.key(l + lanes * rb.x, key_c, h, b);
   Halide::RDom rl(0, lanes, n + "_direct_rl");
   scores(key, t, h, b) = 0.0f;
   scores(key, t, h, b) += partial(rl, key, t, h, b);
@@ -113,7 +127,7 @@ inline Halide::Expr lowering::attention_direct(const std::string& n, const atten
   row_sum(t, h, b) += lane_sum(rl, t, h, b);
   Halide::RDom rj(0, tk, n + "_direct_rj");
   row_out(d, t, h, b) = 0.0f;
-  row_out(d, t, h, b) += p(rj, t, h, b) * at.v.f(d, rj, h, b);
+  row_out(d, t, h, b) += p(rj, t, h, b) * at.value(d, rj, h, b);
   rdoms_[n + "_direct_partial"] = rb;
   rdoms_[n + "_direct_lanes"] = rl;
   rdoms_[n + "_direct_keys"] = rk;
