@@ -17,6 +17,15 @@ namespace layers = dsl::layers;
 // so shifting the mins renumbers the coordinates and changes nothing else.
 void renumber(fbuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
 
+// The k rows of each source as k positions of one batch row: (.., t = 1, .., rows)
+// becomes (.., t = k, .., rows / k), the same memory (a position steps one row).
+void group_rows(fbuffer& b, int seq_dim, int batch_dim, int k) {
+  halide_dimension_t& t = b.raw_buffer()->dim[seq_dim];
+  halide_dimension_t& batch = b.raw_buffer()->dim[batch_dim];
+  t.min = 0, t.extent = k, t.stride = batch.stride;
+  batch.extent /= k, batch.stride *= k;
+}
+
 template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
   return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
 }
@@ -116,7 +125,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   vocab_lengths_.fill(config_.tgt_vocab);
   src_rows_ = ibuffer(src_cap_, rows_cap_), tgt_rows_ = ibuffer(tgt_cap_, rows_cap_);
   // Identity tables: every key in its query's own row (decode() keeps tgt_rows_).
-  src_rows_.for_each_element([&](int key, int row) { src_rows_(key, row) = row / group_; });
+  src_rows_.for_each_element([&](int key, int row) { src_rows_(key, row) = row; });
   tgt_rows_.for_each_element([&](int key, int row) { tgt_rows_(key, row) = row; });
   old_tgt_rows_.assign(std::size_t(tgt_cap_) * std::size_t(rows_cap_), 0);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
@@ -125,7 +134,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
   upload(pick_lp_);
 }
 
-fbuffer executor::view(const operand& o) const {
+fbuffer executor::view(const operand& o, bool grouped) const {
   if (o.kind == role::weight)
     return *o.weight;
   if (o.kind == role::cache) {
@@ -144,6 +153,8 @@ fbuffer executor::view(const operand& o) const {
     b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
   if (o.batch_dim >= 0)
     b.crop(o.batch_dim, 0, o.kind == role::per_source ? sources() : rows_);
+  if (grouped && o.kind == role::activation && o.seq_dim >= 0 && o.batch_dim >= 0)
+    group_rows(b, o.seq_dim, o.batch_dim, group_);
   return b;
 }
 
@@ -193,9 +204,9 @@ void executor::run(const plan& p, phase ph) {
     std::array<ibuffer, max_step_args> ints;
     for (std::size_t i = 0; i < s.args.size(); ++i) {
       const operand& o = s.args[i];
-      if (o.integers) { // per row: lengths, k/v row tables, picked ids; the call's tokens (as given)
+      if (o.integers) { // lengths, k/v row tables (rows; sources'), the call's tokens (as given), picked ids
         ints[i] = o.kind == role::tokens    ? *o.integers
-                  : o.kind == role::lengths ? o.integers->cropped(0, 0, rows_)
+                  : o.kind == role::lengths ? o.integers->cropped(0, 0, o.integers == &src_lengths_ ? sources() : rows_)
                   : o.kind == role::kv_rows ? kv_rows_view(o)
                                             : o.integers->cropped(1, 0, rows_);
         args[i] = ints[i].raw_buffer();
@@ -203,7 +214,7 @@ void executor::run(const plan& p, phase ph) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
       } else {
-        bufs[i] = staged(o) ? staging(o) : view(o);
+        bufs[i] = staged(o) ? staging(o) : view(o, s.reads_per_source && group_ > 1);
         args[i] = bufs[i].raw_buffer();
       }
     }
@@ -230,7 +241,7 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   reserve(rows_, src_, 1);
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
-  read_sources_by_rows();
+  upload(src_lengths_);
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty(); // a host buffer: its contents go up
@@ -249,19 +260,6 @@ void executor::expand(int k) {
   if (rows_ * k > rows_cap_)
     throw error("expand: reserve() was not given the beam rows");
   rows_ *= k, group_ = k;
-  for (int r = rows_ - 1; r >= 0; --r) // lengths per row now: row r reads source r / k
-    src_lengths_(r) = src_lengths_(r / k);
-  read_sources_by_rows();
-}
-
-// Row r reads source r / group_'s memory (its keys and values, its length): the
-// k beams of a source share one copy, and attention runs one query per row.
-void executor::read_sources_by_rows() {
-  for (int r = 0; r < rows_cap_; ++r)
-    for (int j = 0; j < src_cap_; ++j)
-      src_rows_(j, r) = r / group_;
-  upload(src_rows_);
-  upload(src_lengths_);
 }
 
 void executor::project_memory() { run(cross_, phase::encode); }
@@ -331,7 +329,7 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
 
 ibuffer executor::kv_rows_view(const operand& o) const {
   const bool src = o.integers == &src_rows_;
-  return o.integers->cropped(0, 0, src ? src_ : pos_ + t_).cropped(1, 0, rows_);
+  return o.integers->cropped(0, 0, src ? src_ : pos_ + t_).cropped(1, 0, src ? sources() : rows_);
 }
 
 executor::row_copy executor::row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim,
@@ -374,9 +372,8 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
       continue;
     for (const std::string& key : per_source_)
       copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
+    src_lengths_(s) = src_lengths_(from);
   }
-  for (std::size_t i = 0; i < keep.size(); ++i) // per row (see read_sources_by_rows)
-    src_lengths_(int(i)) = src_lengths_(keep[i]);
   rows_ = int(keep.size());
   upload(src_lengths_);
 }

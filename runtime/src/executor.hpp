@@ -53,10 +53,10 @@ public:
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
   // Gives every source k decoder rows (source r -> rows r*k .. r*k + k-1), for
-  // beams. Nothing per source is copied: the cross-attention keys and values stay
-  // one per source, and row r's attention reads source r / k's through its k/v row
-  // table (src_rows_), one query per row as in greedy decoding, so a row's result
-  // does not depend on its beams. Call it after project_memory().
+  // beams. Nothing per source is copied: the cross-attention keys and values and
+  // the source lengths stay one per source, and the cross-attention sees a
+  // source's k rows as k query positions of that source (one read of its keys and
+  // values serves every beam). Call it after project_memory().
   void expand(int k);
   // Projects memory() to every decoder layer's cross-attention keys and values.
   void project_memory();
@@ -120,7 +120,8 @@ private:
   };
   struct step {
     kernel_call call;
-    std::vector<operand> args; // in the call's (the description's) order
+    std::vector<operand> args;     // in the call's (the description's) order
+    bool reads_per_source = false; // cross-attention: after expand(k), rows grouped by source
   };
   using plan = std::vector<step>;
   static constexpr std::size_t max_step_args = 16;
@@ -132,8 +133,7 @@ private:
                        bool decoder);
   void run(const plan& p, phase ph);
   scalar_value scalar(const operand& o) const;
-  fbuffer view(const operand& o) const;
-  void read_sources_by_rows(); // src_rows_ and src_lengths_ after encode() / expand()
+  fbuffer view(const operand& o, bool grouped = false) const;
   bool staged(const operand& o) const;
   fbuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success

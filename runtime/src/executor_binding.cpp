@@ -112,6 +112,8 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
                       : o.is_output ? output_arg(o.formal, argument_type(o.type), rank)
                                     : input_arg(o.formal, argument_type(o.type), rank));
     }
+    st.reads_per_source = std::any_of(st.args.begin(), st.args.end(),
+                                      [](const operand& o) { return !o.is_output && o.kind == role::per_source; });
     try {
       st.call = bind_kernel(device_, s.function, specs);
     } catch (const error& e) {

@@ -1,6 +1,6 @@
 // Beams share their source's cross-attention keys and values: after expand(k) a
-// source's k decoder rows read that source's through attention's k/v row table,
-// so nothing per source is copied. Checked against decoding the same rows
+// source's k decoder rows are k query positions of one attention over that
+// source, so nothing per source is copied. Checked against decoding the same rows
 // with every source encoded k times over.
 #include "loaded_model.hpp"
 
