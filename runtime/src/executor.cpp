@@ -84,11 +84,13 @@ void executor::copy(fbuffer src, fbuffer dst) const {
 // and destroying a dirty one would be an error in Halide's Buffer.
 void executor::written(fbuffer& view) { view.set_device_dirty(false); }
 
-void executor::reserve(int rows, int src_len, int tgt_len) {
+void executor::reserve(int rows, int src_len, int tgt_len, int call_len) {
   rows = std::max(rows, 1), src_len = std::max(src_len, 1), tgt_len = std::max(tgt_len, 1);
-  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_)
+  call_len = std::clamp(call_len, 1, tgt_len);
+  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_ && call_len <= call_cap_)
     return;
   rows_cap_ = std::max(rows, rows_cap_), src_cap_ = std::max(src_len, src_cap_), tgt_cap_ = std::max(tgt_len, tgt_cap_);
+  call_cap_ = std::max(call_len, call_cap_);
   const auto extent = [&](const std::string& d) {
     if (d == "d_model")
       return config_.d_model;
@@ -101,7 +103,7 @@ void executor::reserve(int rows, int src_len, int tgt_len) {
     if (d == "src")
       return src_cap_;
     if (d == "tgt")
-      return tgt_cap_;
+      return call_cap_; // the caches' positions are tgt_cap_ (below)
     if (d == "batch")
       return rows_cap_;
     if (d == "vocab")
@@ -272,6 +274,9 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
     throw error("decode: expanded rows decode one position per call, not " + std::to_string(t_));
   if (pos + t_ > tgt_cap_)
     throw error("decode: position " + std::to_string(pos + t_) + " exceeds the reserved length");
+  if (t_ > call_cap_)
+    throw error("decode: " + std::to_string(t_) + " positions in one call exceed the reserved " +
+                std::to_string(call_cap_));
   for (int r = 0; r < rows_; ++r) {
     tgt_lengths_(r) = pos + t_;
     for (int p = pos; p < pos + t_; ++p)

@@ -47,8 +47,11 @@ public:
   executor(const model_config& config, const model_weights& weights, device dev, const layer_descriptions& layers);
 
   // Sizes every activation buffer and cache for `rows` batch rows, sources of up to
-  // `src_len` tokens and `tgt_len` target positions. Allocates only when growing.
-  void reserve(int rows, int src_len, int tgt_len);
+  // `src_len` tokens, caches of `tgt_len` target positions and decode() calls of up
+  // to `call_len` positions (1 when decoding step by step: the decoder's
+  // activations, the logits among them, then hold one position, not tgt_len).
+  // Allocates only when growing.
+  void reserve(int rows, int src_len, int tgt_len, int call_len = 1);
 
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
@@ -181,7 +184,7 @@ private:
   ibuffer src_rows_, tgt_rows_;
   std::vector<int32_t> old_tgt_rows_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
-  int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0;
+  int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0;
   profiler* profiler_ = nullptr;
   // The current call's extents.
   int rows_ = 0, src_ = 0, t_ = 0, pos_ = 0;

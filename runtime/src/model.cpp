@@ -225,7 +225,7 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
     for (int j = 0; j < src_lengths(b); ++j)
       ids(j, b) = src_ids(j, b);
   executor& e = *impl_->exec;
-  e.reserve(int(src.size()), int(src_len), int(tgt_len));
+  e.reserve(int(src.size()), int(src_len), int(tgt_len), int(tgt_len));
   e.encode(ids, src_lengths);
   e.project_memory();
   logits = dense(e.decode(tgt_ids, 0)); // (vocab, t, batch) is [batch][t][vocab]

@@ -78,5 +78,8 @@ TEST_CASE("a source's beams share its cross-attention keys and values", "[groupi
     CHECK_THROWS_WITH(grouped.keep_rows({0, 1}, 2), Catch::Contains("whole sources' blocks of 4"));
     CHECK_THROWS_WITH(grouped.keep_rows({1, 2, 3, 4}, 2), Catch::Contains("whole sources' blocks of 4"));
     CHECK_THROWS_WITH(grouped.decode(ibuffer(2, grouped.rows()), 2), Catch::Contains("one position per call"));
+    // Reserved for one position per call (decoding): the activations hold one.
+    CHECK_THROWS_WITH(copied.decode(ibuffer(2, copied.rows()), 2),
+                      Catch::Contains("2 positions in one call exceed the reserved 1"));
   }
 }
