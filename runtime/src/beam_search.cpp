@@ -239,7 +239,7 @@ private:
 void beam_search(executor& e, const model_config& c, const ibuffer& ids, const ibuffer& lengths,
                  const decode_options& o, const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done) {
   const int n = ids.dim(1).extent();
-  e.reserve(n * o.beam, ids.dim(0).extent(), o.max_len + 1);
+  e.reserve({n * o.beam, ids.dim(0).extent(), o.max_len + 1, 1, n});
   {
     scoped_time timed(e.profiling(), phase::encode);
     e.encode(ids, lengths);

@@ -84,13 +84,14 @@ void executor::copy(fbuffer src, fbuffer dst) const {
 // and destroying a dirty one would be an error in Halide's Buffer.
 void executor::written(fbuffer& view) { view.set_device_dirty(false); }
 
-void executor::reserve(int rows, int src_len, int tgt_len, int call_len) {
-  rows = std::max(rows, 1), src_len = std::max(src_len, 1), tgt_len = std::max(tgt_len, 1);
-  call_len = std::clamp(call_len, 1, tgt_len);
-  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_ && call_len <= call_cap_)
+void executor::reserve(const capacity& c) {
+  const int rows = std::max(c.rows, 1), src_len = std::max(c.src_len, 1), tgt_len = std::max(c.tgt_len, 1);
+  const int call_len = std::clamp(c.call_len, 1, tgt_len), sources = c.sources > 0 ? std::min(c.sources, rows) : rows;
+  if (rows <= rows_cap_ && src_len <= src_cap_ && tgt_len <= tgt_cap_ && call_len <= call_cap_ &&
+      sources <= sources_cap_)
     return;
   rows_cap_ = std::max(rows, rows_cap_), src_cap_ = std::max(src_len, src_cap_), tgt_cap_ = std::max(tgt_len, tgt_cap_);
-  call_cap_ = std::max(call_len, call_cap_);
+  call_cap_ = std::max(call_len, call_cap_), sources_cap_ = std::max(sources, sources_cap_);
   const auto extent = [&](const std::string& d) {
     if (d == "d_model")
       return config_.d_model;
@@ -116,7 +117,7 @@ void executor::reserve(int rows, int src_len, int tgt_len, int call_len) {
     const auto& dims = act_dims_.at(key);
     std::vector<int> sizes;
     for (const auto& d : dims)
-      sizes.push_back(extent(d));
+      sizes.push_back(d == "batch" && per_source_batch(key) ? sources_cap_ : extent(d));
     if (std::find(caches_.begin(), caches_.end(), key) != caches_.end())
       sizes = {config_.d_k(), tgt_cap_, config_.nhead, rows_cap_}; // (d_k, position, heads, batch)
     buf = fbuffer(sizes);
@@ -240,7 +241,7 @@ void executor::run(const plan& p, phase ph) {
 
 void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   rows_ = ids.dim(1).extent(), src_ = ids.dim(0).extent(), t_ = 0, pos_ = 0, group_ = 1;
-  reserve(rows_, src_, 1);
+  reserve({rows_, src_, 1});
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
   upload(src_lengths_);
@@ -350,6 +351,11 @@ void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf
                         int len) const {
   row_copy c = row_views(from_buf, from, to_buf, to, batch_dim, len_dim, len);
   copy(c.from, c.to);
+}
+
+bool executor::per_source_batch(const std::string& key) const {
+  return key.rfind("encoder.", 0) == 0 || key == "decoder.memory" ||
+         std::find(per_source_.begin(), per_source_.end(), key) != per_source_.end();
 }
 
 int executor::batch_dim_of(const std::string& key) const {

@@ -46,12 +46,18 @@ public:
   executor(const model_config& config, const model_weights& weights, device dev = device::cpu);
   executor(const model_config& config, const model_weights& weights, device dev, const layer_descriptions& layers);
 
-  // Sizes every activation buffer and cache for `rows` batch rows, sources of up to
-  // `src_len` tokens, caches of `tgt_len` target positions and decode() calls of up
-  // to `call_len` positions (1 when decoding step by step: the decoder's
-  // activations, the logits among them, then hold one position, not tgt_len).
-  // Allocates only when growing.
-  void reserve(int rows, int src_len, int tgt_len, int call_len = 1);
+  // What reserve() sizes the buffers for. Allocates only when growing.
+  struct capacity {
+    int rows;         // decoder batch rows (sources x beam)
+    int src_len;      // source tokens
+    int tgt_len;      // target positions the caches hold
+    int call_len = 1; // positions per decode() call: 1 when decoding step by step
+                      // (the decoder's activations, logits among them, hold one
+                      // position then), the whole target for forward
+    int sources = 0;  // sources encoded (0: rows); the encoder's activations and the
+                      // per-source tensors hold this many, not the beam rows
+  };
+  void reserve(const capacity& c);
 
   // Encodes ids (src_len, rows) with per-row lengths; the result stays in memory().
   void encode(const ibuffer& ids, const ibuffer& lengths);
@@ -145,6 +151,7 @@ private:
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
   int batch_dim_of(const std::string& per_source_key) const;
+  bool per_source_batch(const std::string& key) const; // the encoder's and per-source tensors
   struct row_copy {
     fbuffer from, to;
   };
@@ -184,7 +191,7 @@ private:
   ibuffer src_rows_, tgt_rows_;
   std::vector<int32_t> old_tgt_rows_;
   std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
-  int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0;
+  int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0, sources_cap_ = 0;
   profiler* profiler_ = nullptr;
   // The current call's extents.
   int rows_ = 0, src_ = 0, t_ = 0, pos_ = 0;

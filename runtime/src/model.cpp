@@ -157,7 +157,7 @@ std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sourc
   ibuffer ids, lengths;
   pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
        lengths);
-  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), 1);
+  impl_->exec->reserve({int(sources.size()), ids.dim(0).extent(), 1});
   impl_->exec->encode(ids, lengths);
   fbuffer m = impl_->exec->memory_on_host();
   std::vector<std::vector<float>> out(sources.size());
@@ -170,7 +170,7 @@ void Model::begin(const std::vector<sentence>& sources) {
   ibuffer ids, lengths;
   pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
        lengths);
-  impl_->exec->reserve(int(sources.size()), ids.dim(0).extent(), impl_->options.max_target_length);
+  impl_->exec->reserve({int(sources.size()), ids.dim(0).extent(), impl_->options.max_target_length});
   impl_->exec->encode(ids, lengths);
   impl_->exec->project_memory();
   impl_->position = 0;
@@ -225,7 +225,7 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
     for (int j = 0; j < src_lengths(b); ++j)
       ids(j, b) = src_ids(j, b);
   executor& e = *impl_->exec;
-  e.reserve(int(src.size()), int(src_len), int(tgt_len), int(tgt_len));
+  e.reserve({int(src.size()), int(src_len), int(tgt_len), int(tgt_len)});
   e.encode(ids, src_lengths);
   e.project_memory();
   logits = dense(e.decode(tgt_ids, 0)); // (vocab, t, batch) is [batch][t][vocab]

@@ -39,7 +39,7 @@ std::vector<float> encode(const loaded_model& m, const layer_descriptions& layer
     for (int t = 0; t < 5; ++t)
       ids(t, b) = 3 + (7 * t + 5 * b) % (m.config.src_vocab - 3);
   lengths(0) = 5, lengths(1) = 3;
-  ex.reserve(2, 5, 1);
+  ex.reserve({2, 5, 1});
   ex.encode(ids, lengths);
   const fbuffer mem = ex.memory();
   std::vector<float> out;

@@ -28,7 +28,7 @@ void encode(executor& ex, const model_config& c, int copies) {
         ids(t, s * copies + j) = 3 + (5 * t + 11 * s) % (c.src_vocab - 3);
       len(s * copies + j) = lengths[s];
     }
-  ex.reserve(sources * k, src_len, 4);
+  ex.reserve({sources * k, src_len, 4});
   ex.encode(ids, len);
   ex.project_memory();
 }
