@@ -375,7 +375,8 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
   // Caches stay where they are: row i reads row keep[i]'s history (keep[i] >= i,
   // so the table's columns move down in place).
   for (int i = 0; i < int(keep.size()); ++i)
-    std::copy_n(&tgt_rows_(0, keep[std::size_t(i)]), len, &tgt_rows_(0, i));
+    if (keep[std::size_t(i)] != i)
+      std::copy_n(&tgt_rows_(0, keep[std::size_t(i)]), len, &tgt_rows_(0, i));
   upload(tgt_rows_);
   for (int s = 0; s < int(keep.size() / k); ++s) {
     const int from = keep[std::size_t(s) * k] / int(k);
