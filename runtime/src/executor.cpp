@@ -117,7 +117,7 @@ void executor::reserve(const capacity& c) {
     const auto& dims = act_dims_.at(key);
     std::vector<int> sizes;
     for (const auto& d : dims)
-      sizes.push_back(d == "batch" && per_source_batch(key) ? sources_cap_ : extent(d));
+      sizes.push_back(d == "batch" && per_source_batch(key, buf) ? sources_cap_ : extent(d));
     if (std::find(caches_.begin(), caches_.end(), key) != caches_.end())
       sizes = {config_.d_k(), tgt_cap_, config_.nhead, rows_cap_}; // (d_k, position, heads, batch)
     buf = fbuffer(sizes);
@@ -330,7 +330,7 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
     std::copy_n(&tgt_rows_(0, r), n, &old_tgt_rows_[std::size_t(r) * n]);
   for (int r = 0; r < rows_; ++r)
     std::copy_n(&old_tgt_rows_[std::size_t(parent[std::size_t(r)]) * n], n, &tgt_rows_(0, r));
-  upload(tgt_rows_);
+  // No upload here: decode() uploads the table before its kernels read it.
 }
 
 ibuffer executor::kv_rows_view(const operand& o) const {
@@ -353,8 +353,8 @@ void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf
   copy(c.from, c.to);
 }
 
-bool executor::per_source_batch(const std::string& key) const {
-  return key.rfind("encoder.", 0) == 0 || key == "decoder.memory" ||
+bool executor::per_source_batch(const std::string& key, const fbuffer& buf) const {
+  return key.rfind("encoder.", 0) == 0 || &buf == memory_ ||
          std::find(per_source_.begin(), per_source_.end(), key) != per_source_.end();
 }
 
@@ -376,8 +376,7 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
   // so the table's columns move down in place).
   for (int i = 0; i < int(keep.size()); ++i)
     if (keep[std::size_t(i)] != i)
-      std::copy_n(&tgt_rows_(0, keep[std::size_t(i)]), len, &tgt_rows_(0, i));
-  upload(tgt_rows_);
+      std::copy_n(&tgt_rows_(0, keep[std::size_t(i)]), len, &tgt_rows_(0, i)); // decode() uploads it
   for (int s = 0; s < int(keep.size() / k); ++s) {
     const int from = keep[std::size_t(s) * k] / int(k);
     if (from == s)

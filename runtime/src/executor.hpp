@@ -151,7 +151,8 @@ private:
   template <class B> void download(B& b) const; // before host reads
   void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
   int batch_dim_of(const std::string& per_source_key) const;
-  bool per_source_batch(const std::string& key) const; // the encoder's and per-source tensors
+  // The encoder's activations, its output (the memory) and per-source tensors: one row per source.
+  bool per_source_batch(const std::string& key, const fbuffer& buf) const;
   struct row_copy {
     fbuffer from, to;
   };

@@ -22,16 +22,16 @@ namespace halformer::dsl {
 struct lowering::attention_operands {
   lowered q, k, v, kv_rows, lengths;
   Halide::Expr causal, offset, kv_row_count;
-  // Key `key` (< tk) of query row b, for head h and feature d: k's and v's entries.
-  Halide::Expr row(const Halide::Expr& key, const Halide::Expr& b) const {
-    return Halide::clamp(kv_rows.f(key, b), 0, kv_row_count - 1);
+  // The k/v row holding key j (< tk) of query row b.
+  Halide::Expr row(const Halide::Expr& j, const Halide::Expr& b) const {
+    return Halide::clamp(kv_rows.f(j, b), 0, kv_row_count - 1);
   }
-  Halide::Expr key(const Halide::Expr& d, const Halide::Expr& key, const Halide::Expr& h, const Halide::Expr& b) const {
-    return k.f(d, key, h, row(key, b));
+  // Feature d of head h of key j of query row b: k's and v's entries.
+  Halide::Expr key(const Halide::Expr& d, const Halide::Expr& j, const Halide::Expr& h, const Halide::Expr& b) const {
+    return k.f(d, j, h, row(j, b));
   }
-  Halide::Expr value(const Halide::Expr& d, const Halide::Expr& key, const Halide::Expr& h,
-                     const Halide::Expr& b) const {
-    return v.f(d, key, h, row(key, b));
+  Halide::Expr value(const Halide::Expr& d, const Halide::Expr& j, const Halide::Expr& h, const Halide::Expr& b) const {
+    return v.f(d, j, h, row(j, b));
   }
 };
 
