@@ -24,6 +24,8 @@ Halide::Type halide_type(dsl::dtype t) {
     return Halide::Float(32);
   case dsl::dtype::i32:
     return Halide::Int(32);
+  case dsl::dtype::i8:
+    return Halide::Int(8);
   case dsl::dtype::boolean:
     return Halide::Bool();
   }

@@ -26,7 +26,17 @@ namespace halformer {
 
 // The element type of a kernel argument of DSL type `t`, as Halide's metadata states it.
 inline halide_type_t argument_type(dsl::dtype t) {
-  return t == dsl::dtype::i32 ? i32_type : t == dsl::dtype::boolean ? bool_type : f32_type;
+  switch (t) {
+  case dsl::dtype::i32:
+    return i32_type;
+  case dsl::dtype::i8:
+    return i8_type;
+  case dsl::dtype::boolean:
+    return bool_type;
+  case dsl::dtype::f32:
+    break;
+  }
+  return f32_type;
 }
 
 // The model as the DSL describes it (dsl/layers.hpp): each phase's input, layers

@@ -129,13 +129,13 @@ TEST_CASE("the chunked attention lowering matches a direct softmax, keys by thei
   auto q = input("q", shape(d_k, t, heads, batch));
   auto k = input("k", shape(d_k, tk, heads, kv_row));
   auto v = input("v", shape(d_k, tk, heads, kv_row));
-  auto rows = input("kv_rows", shape(tk, batch), dtype::i32);
-  auto l = input("lengths", shape(batch), dtype::i32);
+  auto rows = input("kv_rows", shape(tk, batch), i32);
+  auto l = input("lengths", shape(batch), i32);
   lowering ctx;
   ctx.options["kv_chunk"] = 4; // 11 keys: two full chunks and a partial one
   ctx.bind(q, q_in), ctx.bind(k, k_in), ctx.bind(v, v_in), ctx.bind(rows, r_in), ctx.bind(l, l_in);
-  auto causal = param("causal", dtype::boolean);
-  auto offset = param("offset", dtype::i32);
+  auto causal = param("causal", boolean);
+  auto offset = param("offset", i32);
   ctx.bind(causal, Halide::Expr(causal_in));
   ctx.bind(offset, Halide::Expr(offset_in));
   Halide::Func out = ctx.lower(attention("attention", q, k, v, rows, l, causal, offset)).f;

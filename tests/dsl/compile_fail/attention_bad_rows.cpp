@@ -5,7 +5,7 @@ using namespace halformer::dsl::dims;
 int main() {
   auto q = input("q", shape(d_k, t, heads, batch));
   auto k = input("k", shape(d_k, tk, heads, kv_row));
-  auto rows = input("rows", shape(t, batch), dtype::i32); // per query, not per key
-  auto l = input("l", shape(batch), dtype::i32);
+  auto rows = input("rows", shape(t, batch), i32); // per query, not per key
+  auto l = input("l", shape(batch), i32);
   (void)attention("a", q, k, k, rows, l, param("c"), param("o"));
 }

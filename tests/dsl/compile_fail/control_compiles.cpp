@@ -10,5 +10,11 @@ int main() {
   auto b = input("b", shape(d_ff));
   (void)add("s", x, x);
   (void)linear("y", x, w, b);
+  // the int8 control: a quantized linear, and an int8 contraction dequantized
+  auto w8 = input("w8", shape(d_ff, d_model), i8);
+  auto step = quant_step("step", x);
+  (void)quantized_linear("q", x, w8, input("w_step", shape(d_ff)), b);
+  (void)dequantize("dq", contract("acc", quantize("xq", x, step), w8, shape(d_ff, t, batch)), step,
+                   input("w_step", shape(d_ff)));
   (void)layers::encoder_layer(hana::true_c, "relu");
 }

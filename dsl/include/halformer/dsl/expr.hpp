@@ -1,9 +1,10 @@
 // The halformer tensor-expression graph.
 //
-// An expression is a value of type tensor<Op, Shape, Args...>: the operation, the
-// static shape (dimension symbols, innermost first) and its operands. Building an
-// expression checks shapes at compile time; nothing here depends on Halide, so the
-// runtime can walk the same graphs that the generators lower (see lower.hpp).
+// An expression is a value of type tensor<Op, Shape, Element, Args...>: the
+// operation, the static shape (dimension symbols, innermost first), the element
+// type and its operands. Building an expression checks shapes and element types at
+// compile time; nothing here depends on Halide, so the runtime can walk the same
+// graphs that the generators lower (see lower.hpp).
 #pragma once
 
 #include "halformer/dsl/dims.hpp"
@@ -13,11 +14,21 @@
 
 namespace halformer::dsl {
 
-enum class dtype { f32, i32, boolean };
+enum class dtype { f32, i32, i8, boolean };
 
-template <class Op, class Shape, class... Args> struct tensor {
+// Element types as types, one per dtype: an expression's element type is part of
+// its C++ type, so an int8 tensor meeting a float one without quantize or
+// dequantize between them fails to compile, as a shape mismatch does.
+template <dtype D> struct element { static constexpr dtype value = D; };
+inline constexpr element<dtype::f32> f32{};
+inline constexpr element<dtype::i32> i32{};
+inline constexpr element<dtype::i8> i8{};
+inline constexpr element<dtype::boolean> boolean{};
+
+template <class Op, class Shape, class Element, class... Args> struct tensor {
   using op_type = Op;
   using shape_type = Shape;
+  using element_type = Element;
   static constexpr Shape shape{};
   static constexpr std::size_t rank = rank_v<Shape>;
   Op op;
@@ -25,11 +36,17 @@ template <class Op, class Shape, class... Args> struct tensor {
 };
 
 template <class T> struct is_tensor : std::false_type {};
-template <class Op, class S, class... A> struct is_tensor<tensor<Op, S, A...>> : std::true_type {};
+template <class Op, class S, class E, class... A> struct is_tensor<tensor<Op, S, E, A...>> : std::true_type {};
 template <class T>
 concept Tensor = is_tensor<std::decay_t<T>>::value;
 
 template <Tensor T> using shape_t = typename std::decay_t<T>::shape_type;
+template <Tensor T> using element_t = typename std::decay_t<T>::element_type;
+template <Tensor T> inline constexpr dtype dtype_v = element_t<T>::value;
+
+// Whether every operand holds float32: what the float operations take (an integer
+// tensor reaches them only through dequantize).
+template <class... T> inline constexpr bool all_float_v = ((dtype_v<T> == dtype::f32) && ...);
 
 // Every operation carries the name of the stage it lowers to; schedules refer to
 // stages by these names, so they are part of a kernel's interface.
@@ -93,27 +110,52 @@ struct chunk_max { // along dim 0: the largest of every `size` consecutive eleme
   std::string name;
   int size;
 };
+struct quant_step { // along dim 0: max |x| / 127, the step of a row's symmetric int8 quantization
+  std::string name;
+};
+struct quantize { // clamp(round_half_even(x * (1 / step)), -127, 127); a zero row (step 0) gives zeros
+  std::string name;
+};
+struct dequantize { // an int32 accumulation times its row's step and its column's step
+  std::string name;
+};
 } // namespace op
 
-template <class Op, class Shape, class... Args> constexpr auto make(Op o, Shape, Args... a) {
-  return tensor<Op, Shape, Args...>{std::move(o), hana::make_tuple(std::move(a)...)};
+template <class Element = element<dtype::f32>, class Op, class Shape, class... Args>
+constexpr auto make(Op o, Shape, Args... a) {
+  return tensor<Op, Shape, Element, Args...>{std::move(o), hana::make_tuple(std::move(a)...)};
 }
 
 // ---- leaves ---------------------------------------------------------------------
 
-template <class S> auto input(std::string name, S s, dtype type = dtype::f32) {
-  return make(op::input{std::move(name), type}, s);
+template <class S, dtype D = dtype::f32> auto input(std::string name, S s, element<D> = {}) {
+  return make<element<D>>(op::input{std::move(name), D}, s);
 }
-inline auto param(std::string name, dtype type = dtype::f32) {
-  return make(op::param{std::move(name), type}, hana::make_tuple());
+template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
+  return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
 }
 
 // ---- linear algebra ----------------------------------------------------------------
 
-// out(Out) = sum over (dims of A and B not in Out) of a * b  [+ bias(Bias)]
+// The element type of a contraction of A with B: float32 of float32 operands,
+// int32 (exact accumulation) of int8 ones; void for a mixed pair.
+template <class A, class B> constexpr auto contraction_element() {
+  if constexpr (all_float_v<A, B>)
+    return element<dtype::f32>{};
+  else if constexpr (dtype_v<A> == dtype::i8 && dtype_v<B> == dtype::i8)
+    return element<dtype::i32>{};
+}
+
+// out(Out) = sum over (dims of A and B not in Out) of a * b  [+ bias(Bias)]. Two
+// int8 operands accumulate exactly in int32; an int8 operand meets a float one
+// only after quantize (or its result after dequantize).
 template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B b, Out out) {
   using SA = shape_t<A>;
   using SB = shape_t<B>;
+  using Element = decltype(contraction_element<A, B>());
+  static_assert(!std::is_void_v<Element>,
+                "halformer::dsl::contract: an int8 operand with a float one (quantize the float operand, or "
+                "contract two int8 operands and dequantize the int32 result)");
   static_assert(is_subset_v<Out, decltype(hana::concat(SA{}, SB{}))>,
                 "halformer::dsl::contract: the result names a dimension neither operand has");
   static_assert(decltype(hana::length(minus(common(SA{}, SB{}), Out{})))::value > 0,
@@ -122,13 +164,14 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   static_assert(is_subset_v<decltype(minus(SA{}, SB{})), Out> && is_subset_v<decltype(minus(SB{}, SA{})), Out>,
                 "halformer::dsl::contract: a dimension of only one operand is missing from the "
                 "result (it would be summed without a partner: mismatched dimensions)");
-  return make(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
+  return make<Element>(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
 }
 
 // y = x . W + bias, contracting x's dim 0 (its features) with W's last dimension.
 // The result is W's leading dimensions followed by x's others, unless `out` reorders
 // them (e.g. a head layout (d_k, t, heads, batch)).
-template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
+// The shape rules of y = x . W + bias (float or quantized).
+template <Tensor X, Tensor W, Tensor Bias, class Out> constexpr void check_linear_shapes() {
   using SX = shape_t<X>;
   using SW = shape_t<W>;
   static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
@@ -140,12 +183,20 @@ template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string na
                 "dimensions and the input's non-feature dimensions");
   static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_back(SW{}))>,
                 "halformer::dsl::linear: the bias must have the weight's output dimensions");
+}
+template <Tensor X, Tensor W>
+using natural_linear_shape_t = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
+
+template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
+  check_linear_shapes<X, W, Bias, Out>();
+  static_assert(all_float_v<X, W, Bias>,
+                "halformer::dsl::linear: x, the weight and the bias must be float32 (int8 weights: "
+                "quantized_linear)");
   (void)contract(name, x, w, out); // the same checks as a plain contraction
   return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w), std::move(bias));
 }
 template <Tensor X, Tensor W, Tensor Bias> auto linear(std::string name, X x, W w, Bias bias) {
-  using Natural = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
-  return linear(std::move(name), std::move(x), std::move(w), std::move(bias), Natural{});
+  return linear(std::move(name), std::move(x), std::move(w), std::move(bias), natural_linear_shape_t<X, W>{});
 }
 
 template <Tensor A, class Out> auto transpose(std::string name, A a, Out out) {
@@ -160,6 +211,7 @@ template <Tensor A, class Out> auto transpose(std::string name, A a, Out out) {
 template <Tensor A, Tensor B> auto add(std::string name, A a, B b) {
   static_assert(same_shape_v<shape_t<A>, shape_t<B>>,
                 "halformer::dsl::add: operands must have the same dimensions in the same order");
+  static_assert(all_float_v<A, B>, "halformer::dsl::add: operands must be float32 (dequantize an integer one first)");
   return make(op::add{std::move(name)}, shape_t<A>{}, std::move(a), std::move(b));
 }
 
@@ -168,23 +220,23 @@ template <Tensor A, Tensor B> auto add_broadcast(std::string name, A a, B b) {
   static_assert(is_subset_v<shape_t<B>, shape_t<A>>,
                 "halformer::dsl::add_broadcast: every dimension of the broadcast operand must be "
                 "a dimension of the other operand");
+  static_assert(all_float_v<A, B>,
+                "halformer::dsl::add_broadcast: operands must be float32 (dequantize an integer one first)");
   return make(op::add_broadcast{std::move(name)}, shape_t<A>{}, std::move(a), std::move(b));
 }
 
 template <Tensor A, Tensor S> auto scale(std::string name, A a, S s) {
   static_assert(rank_v<shape_t<S>> == 0, "halformer::dsl::scale: the factor must be a scalar");
+  static_assert(all_float_v<A, S>, "halformer::dsl::scale: operands must be float32");
   return make(op::scale{std::move(name)}, shape_t<A>{}, std::move(a), std::move(s));
 }
 
-template <Tensor A> auto relu(std::string name, A a) {
-  return make(op::unary{std::move(name), op::activation::relu}, shape_t<A>{}, std::move(a));
-}
-template <Tensor A> auto gelu(std::string name, A a) {
-  return make(op::unary{std::move(name), op::activation::gelu}, shape_t<A>{}, std::move(a));
-}
 template <Tensor A> auto activate(std::string name, op::activation fn, A a) {
+  static_assert(all_float_v<A>, "halformer::dsl::activate: the operand must be float32");
   return make(op::unary{std::move(name), fn}, shape_t<A>{}, std::move(a));
 }
+template <Tensor A> auto relu(std::string name, A a) { return activate(std::move(name), op::activation::relu, a); }
+template <Tensor A> auto gelu(std::string name, A a) { return activate(std::move(name), op::activation::gelu, a); }
 
 // ---- normalisations ----------------------------------------------------------------
 
@@ -199,6 +251,7 @@ auto masked_softmax(std::string name, X x, L lengths, C causal, O offset, bool l
                 "halformer::dsl::masked_softmax: lengths must be indexed by the batch dimension");
   static_assert(rank_v<shape_t<C>> == 0 && rank_v<shape_t<O>> == 0,
                 "halformer::dsl::masked_softmax: causal and offset are scalars");
+  static_assert(all_float_v<X>, "halformer::dsl::masked_softmax: x must be float32");
   return make(op::softmax{std::move(name), log}, SX{}, std::move(x), std::move(lengths), std::move(causal),
               std::move(offset));
 }
@@ -208,6 +261,7 @@ template <Tensor X, Tensor G, Tensor B, Tensor E> auto layernorm(std::string nam
   static_assert(std::is_same_v<shape_t<G>, Feature> && std::is_same_v<shape_t<B>, Feature>,
                 "halformer::dsl::layernorm: gamma and beta must be indexed by the input's dim 0");
   static_assert(rank_v<shape_t<E>> == 0, "halformer::dsl::layernorm: eps is a scalar");
+  static_assert(all_float_v<X, G, B, E>, "halformer::dsl::layernorm: x, gamma, beta and eps must be float32");
   return make(op::layernorm{std::move(name)}, shape_t<X>{}, std::move(x), std::move(gamma), std::move(beta),
               std::move(eps));
 }
@@ -218,6 +272,8 @@ template <Tensor X, Tensor G, Tensor B, Tensor E> auto layernorm(std::string nam
 // kernel error, never a read out of bounds.
 template <Tensor Table, Tensor Ids> auto gather(std::string name, Table table, Ids ids) {
   static_assert(rank_v<shape_t<Table>> == 2, "halformer::dsl::gather: the table is (d, vocab)");
+  static_assert(all_float_v<Table> && dtype_v<Ids> == dtype::i32,
+                "halformer::dsl::gather: the table is float32, the ids int32");
   using Out = decltype(hana::prepend(shape_t<Ids>{}, hana::front(shape_t<Table>{})));
   return make(op::gather{std::move(name)}, Out{}, std::move(table), std::move(ids));
 }
@@ -248,6 +304,9 @@ auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, 
                 "halformer::dsl::attention: kv_rows must be (tk, batch)");
   static_assert(std::is_same_v<shape_t<L>, decltype(shape(batch))>,
                 "halformer::dsl::attention: lengths must be (batch)");
+  static_assert(all_float_v<Q, K, V>, "halformer::dsl::attention: q, k and v must be float32");
+  static_assert(dtype_v<R> == dtype::i32 && dtype_v<L> == dtype::i32,
+                "halformer::dsl::attention: kv_rows and lengths must be int32");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
               std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset));
 }
@@ -259,11 +318,13 @@ auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, 
 template <Tensor X> auto argmax(std::string name, X x) {
   using SX = shape_t<X>;
   static_assert(rank_v<SX> >= 1, "halformer::dsl::argmax: needs a dimension to reduce");
-  return make(op::argmax{std::move(name)}, hana::drop_front(SX{}), std::move(x));
+  static_assert(all_float_v<X>, "halformer::dsl::argmax: x must be float32");
+  return make<element<dtype::i32>>(op::argmax{std::move(name)}, hana::drop_front(SX{}), std::move(x));
 }
 template <Tensor X> auto max_log_prob(std::string name, X x) {
   using SX = shape_t<X>;
   static_assert(rank_v<SX> >= 1, "halformer::dsl::max_log_prob: needs a dimension to reduce");
+  static_assert(all_float_v<X>, "halformer::dsl::max_log_prob: x must be float32");
   return make(op::max_log_prob{std::move(name)}, hana::drop_front(SX{}), std::move(x));
 }
 
@@ -273,22 +334,64 @@ template <Tensor X> auto max_log_prob(std::string name, X x) {
 template <Tensor X> auto chunk_max(std::string name, X x, int size) {
   using SX = shape_t<X>;
   static_assert(rank_v<SX> >= 1, "halformer::dsl::chunk_max: needs a dimension to cut into chunks");
+  static_assert(all_float_v<X>, "halformer::dsl::chunk_max: x must be float32");
   return make(op::chunk_max{std::move(name), size}, hana::prepend(hana::drop_front(SX{}), dims::chunk), std::move(x));
 }
 
-// ---- kernel interfaces ----------------------------------------------------------------
+// ---- int8 quantization ---------------------------------------------------------------
 
-// The element type of an expression's values: argmax yields indices, every other
-// operation float32 (inputs and params carry their own).
-template <Tensor E> constexpr dtype result_type(const E& e) {
-  using Op = typename std::decay_t<E>::op_type;
-  if constexpr (std::is_same_v<Op, op::argmax>)
-    return dtype::i32;
-  else if constexpr (std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>)
-    return e.op.type;
-  else
-    return dtype::f32;
+// Symmetric int8 quantization per row (dim 0 whole, one position along the
+// others), as CTranslate2 quantizes activations: a row's step is max |x| / 127.
+template <Tensor X> auto quant_step(std::string name, X x) {
+  static_assert(rank_v<shape_t<X>> >= 1, "halformer::dsl::quant_step: needs a dimension to take rows along");
+  static_assert(all_float_v<X>, "halformer::dsl::quant_step: x must be float32");
+  return make(op::quant_step{std::move(name)}, hana::drop_front(shape_t<X>{}), std::move(x));
 }
+
+// x's int8 values: clamp(round_half_even(x * (1 / step)), -127, 127) with the row's
+// step (quant_step); -128 never occurs, so every product of two is at most 127^2
+// in magnitude.
+template <Tensor X, Tensor S> auto quantize(std::string name, X x, S step) {
+  static_assert(std::is_same_v<shape_t<S>, decltype(hana::drop_front(shape_t<X>{}))>,
+                "halformer::dsl::quantize: the step must be indexed by x's rows (its dimensions after dim 0)");
+  static_assert(all_float_v<X, S>, "halformer::dsl::quantize: x and its step must be float32");
+  return make<element<dtype::i8>>(op::quantize{std::move(name)}, shape_t<X>{}, std::move(x), std::move(step));
+}
+
+// The float value of an int32 accumulation of int8 products: acc x its row's step
+// x its column's step, the steps together indexing each dimension of acc once.
+template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc, R row_step, C col_step) {
+  using SA = shape_t<A>;
+  static_assert(dtype_v<A> == dtype::i32, "halformer::dsl::dequantize: the accumulation must be int32");
+  static_assert(all_float_v<R, C>, "halformer::dsl::dequantize: the steps must be float32");
+  static_assert(is_permutation_v<decltype(hana::concat(shape_t<R>{}, shape_t<C>{})), SA>,
+                "halformer::dsl::dequantize: the row and column steps must index every dimension of the "
+                "accumulation once");
+  return make(op::dequantize{std::move(name)}, SA{}, std::move(acc), std::move(row_step), std::move(col_step));
+}
+
+// y = x . W + bias with int8 weights W (w_step: their step per output, W's output
+// dimensions): x quantized per row, the products accumulated exactly in int32,
+// dequantized, the bias added in float32. Stages: <name>_x_step, <name>_x, <name>
+// (the int32 accumulation), <name>_dequantized, <name>_biased.
+template <Tensor X, Tensor W, Tensor WS, Tensor Bias, class Out>
+auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out) {
+  check_linear_shapes<X, W, Bias, Out>();
+  static_assert(dtype_v<W> == dtype::i8, "halformer::dsl::quantized_linear: the weight must be int8");
+  static_assert(std::is_same_v<shape_t<WS>, shape_t<Bias>>,
+                "halformer::dsl::quantized_linear: the weight's step must have its output dimensions");
+  auto step = quant_step(name + "_x_step", x);
+  auto acc = contract(name, quantize(name + "_x", std::move(x), step), std::move(w), out);
+  return add_broadcast(name + "_biased", dequantize(name + "_dequantized", std::move(acc), step, std::move(w_step)),
+                       std::move(bias));
+}
+template <Tensor X, Tensor W, Tensor WS, Tensor Bias>
+auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
+  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias),
+                          natural_linear_shape_t<X, W>{});
+}
+
+// ---- kernel interfaces ----------------------------------------------------------------
 
 // A kernel's output: the argument name of the compiled function, and its value.
 template <Tensor E> struct named_result {
@@ -304,7 +407,7 @@ struct argument {
   dtype type;
   std::vector<std::string> dims; // innermost first
 };
-template <class Op, class S> argument describe(const tensor<Op, S>& leaf) {
+template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& leaf) {
   static_assert(std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>,
                 "halformer::dsl::describe: a kernel's inputs are input and param leaves");
   const auto names = dim_names(S{});
@@ -312,7 +415,7 @@ template <class Op, class S> argument describe(const tensor<Op, S>& leaf) {
 }
 template <Tensor E> argument describe(const named_result<E>& r) {
   const auto names = dim_names(shape_t<E>{});
-  return {r.name, result_type(r.value), {names.begin(), names.end()}};
+  return {r.name, dtype_v<E>, {names.begin(), names.end()}};
 }
 
 } // namespace halformer::dsl

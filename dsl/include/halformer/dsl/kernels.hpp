@@ -23,9 +23,9 @@ using namespace dims;
 struct embedding {
   static constexpr std::string_view name = "embedding", schedule = "embedding";
   decltype(input("table", shape(d_model, vocab))) table = input("table", shape(d_model, vocab));
-  decltype(input("ids", shape(t, batch))) ids = input("ids", shape(t, batch), dtype::i32);
+  decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
   decltype(param("scale")) scale = param("scale");
-  decltype(param("offset")) offset = param("offset", dtype::i32);
+  decltype(param("offset", i32)) offset = param("offset", i32);
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
@@ -77,10 +77,10 @@ struct attention {
   decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
   decltype(input("k", shape(d_k, tk, heads, kv_row))) k = input("k", shape(d_k, tk, heads, kv_row));
   decltype(input("v", shape(d_k, tk, heads, kv_row))) v = input("v", shape(d_k, tk, heads, kv_row));
-  decltype(input("kv_rows", shape(tk, batch))) kv_rows = input("kv_rows", shape(tk, batch), dtype::i32);
-  decltype(input("lengths", shape(batch))) lengths = input("lengths", shape(batch), dtype::i32);
-  decltype(param("causal")) causal = param("causal", dtype::boolean);
-  decltype(param("offset")) offset = param("offset", dtype::i32);
+  decltype(input("kv_rows", shape(tk, batch), i32)) kv_rows = input("kv_rows", shape(tk, batch), i32);
+  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
+  decltype(param("causal", boolean)) causal = param("causal", boolean);
+  decltype(param("offset", i32)) offset = param("offset", i32);
 
   auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset); }
   auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset); }
@@ -154,9 +154,9 @@ struct add_layernorm : layernorm {
 struct softmax {
   static constexpr std::string_view name = "softmax", schedule = "softmax";
   decltype(input("x", shape(tk, t, batch))) x = input("x", shape(tk, t, batch));
-  decltype(input("lengths", shape(batch))) lengths = input("lengths", shape(batch), dtype::i32);
-  decltype(param("causal")) causal = param("causal", dtype::boolean);
-  decltype(param("offset")) offset = param("offset", dtype::i32);
+  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
+  decltype(param("causal", boolean)) causal = param("causal", boolean);
+  decltype(param("offset", i32)) offset = param("offset", i32);
 
   auto algorithm(bool log) const { return masked_softmax("softmax", x, lengths, causal, offset, log); }
   auto inputs() const { return hana::make_tuple(x, lengths, causal, offset); }

@@ -114,7 +114,9 @@ namespace out {
 inline auto head_layout(const std::string& n) { return make(op::output{n}, shape(d_k, t, heads, batch)); }
 inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
 inline auto vocab_layout(const std::string& n) { return make(op::output{n}, shape(vocab, t, batch)); }
-inline auto rows(const std::string& n, dtype type) { return make(op::output{n, type}, shape(t, batch)); }
+template <dtype D> auto rows(const std::string& n, element<D>) {
+  return make<element<D>>(op::output{n, D}, shape(t, batch));
+}
 inline auto chunk_layout(const std::string& n) { return make(op::output{n}, shape(chunk, t, batch)); }
 } // namespace out
 
@@ -272,14 +274,14 @@ inline auto beam_choice() {
   kernels::beam_candidates bc;
   return hana::make_tuple(run(bc, bc.x >> ref("logits", shape(vocab, tgt, batch)),
                               out::chunk_layout("chunk_max") >> ref("chunk_max", shape(chunk, tgt, batch)),
-                              out::rows("top_log_prob", dtype::f32) >> ref("top_log_prob", shape(tgt, batch))));
+                              out::rows("top_log_prob", f32) >> ref("top_log_prob", shape(tgt, batch))));
 }
 // Greedy decoding's choice per row of the logits: the id and its log-probability.
 inline auto greedy_choice() {
   kernels::greedy_pick gp;
   return hana::make_tuple(run(gp, gp.x >> ref("logits", shape(vocab, tgt, batch)),
-                              out::rows("ids", dtype::i32) >> picked(shape(tgt, batch)),
-                              out::rows("log_probs", dtype::f32) >> picked(shape(tgt, batch))));
+                              out::rows("ids", i32) >> picked(shape(tgt, batch)),
+                              out::rows("log_probs", f32) >> picked(shape(tgt, batch))));
 }
 
 // Calls f(step) for each step in order.

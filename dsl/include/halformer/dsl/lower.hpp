@@ -37,9 +37,9 @@ public:
 
   // ---- binding --------------------------------------------------------------------
 
-  template <class Op, class S, class Buffer>
+  template <class Op, class S, class E, class Buffer>
   requires requires(Buffer& b) { b.dim(0); }
-  void bind(const tensor<Op, S>& leaf, Buffer& buf) {
+  void bind(const tensor<Op, S, E>& leaf, Buffer& buf) {
     static_assert(std::is_same_v<Op, op::input>, "bind: only input leaves bind to buffers");
     bind_buffer(describe(leaf), buf);
   }
@@ -63,9 +63,9 @@ public:
   }
 
   // A scalar generator Input: bound, and given an estimate when autoscheduling.
-  template <class Op, class T>
+  template <class Op, class E, class T>
   requires std::is_arithmetic_v<T>
-  void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::GeneratorInput<T>& in) {
+  void bind(const tensor<Op, hana::tuple<>, E>& leaf, Halide::GeneratorInput<T>& in) {
     if (!estimates.empty()) {
       auto e = estimates.find(leaf.op.name);
       in.set_estimate(T(e != estimates.end() ? e->second : 0));
@@ -73,7 +73,7 @@ public:
     bind(leaf, Halide::Expr(in));
   }
 
-  template <class Op> void bind(const tensor<Op, hana::tuple<>>& leaf, Halide::Expr value) {
+  template <class Op, class E> void bind(const tensor<Op, hana::tuple<>, E>& leaf, Halide::Expr value) {
     static_assert(std::is_same_v<Op, op::param>, "bind: scalars bind to param leaves");
     bind_scalar(leaf.op.name, std::move(value));
   }
@@ -120,7 +120,7 @@ public:
 
   // ---- lowering -----------------------------------------------------------------
 
-  template <class Op, class S, class... A> lowered lower(const tensor<Op, S, A...>& t) {
+  template <class Op, class S, class E, class... A> lowered lower(const tensor<Op, S, E, A...>& t) {
     if constexpr (std::is_same_v<Op, op::input>) {
       auto in = inputs_.find(t.op.name);
       if (in == inputs_.end())
@@ -138,7 +138,10 @@ public:
       const auto names = dim_names(S{});
       std::vector<std::string> out{names.begin(), names.end()};
       lowered result{Halide::Func(t.op.name), out};
-      build(t.op, result, args, t.args);
+      if constexpr (std::is_same_v<Op, op::contract> && E::value == dtype::i32)
+        build_integer_contract(t.op, result, args);
+      else
+        build(t.op, result, args, t.args);
       stages_[t.op.name] = result;
       return result;
     }
@@ -190,8 +193,11 @@ private:
   }
   Halide::Expr scalar_of(const lowered& l) const { return l.f(); }
 
-  template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
-    const lowered &lhs = a[0], &rhs = a[1];
+  // The reduction of a contraction: its dimensions (those of both operands that
+  // the result lacks) as an RDom registered under the stage's name, and where
+  // each operand's dims sit on it.
+  std::map<std::string, Halide::Expr> contraction_domain(const std::string& name, const lowered& r, const lowered& lhs,
+                                                         const lowered& rhs) {
     std::vector<std::string> reduced;
     for (const auto& d : lhs.dims)
       if (std::find(rhs.dims.begin(), rhs.dims.end(), d) != rhs.dims.end() &&
@@ -200,13 +206,24 @@ private:
     Halide::Region ranges;
     for (const auto& d : reduced)
       ranges.emplace_back(0, extent(d));
-    Halide::RDom rd(ranges, o.name + "_r");
+    Halide::RDom rd(ranges, name + "_r");
     std::map<std::string, Halide::Expr> at;
     for (std::size_t i = 0; i < reduced.size(); ++i)
       at[reduced[i]] = rd[i];
+    rdoms_[name] = rd;
+    return at;
+  }
+  template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const auto at = contraction_domain(o.name, r, a[0], a[1]);
     r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
-    r.f(vars(r)) += call(lhs, at) * call(rhs, at);
-    rdoms_[o.name] = rd;
+    r.f(vars(r)) += call(a[0], at) * call(a[1], at);
+  }
+  // int8 x int8: each product is exact in int16 (|q| <= 127), summed in int32,
+  // which holds 2^31 / 127^2 = 133000 products: any reduction a model has.
+  void build_integer_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
+    const auto at = contraction_domain(o.name, r, a[0], a[1]);
+    r.f(vars(r)) = 0;
+    r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(call(a[0], at), call(a[1], at)));
   }
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);
@@ -341,6 +358,30 @@ private:
     best(vars(r)) = Halide::max(best(vars(r)), call(x, {{x.dims[0], Halide::min(Halide::likely(first + rd.x), last)}}));
     r.f(vars(r)) = best(vars(r));
     rdoms_[o.name] = rd;
+  }
+
+  // Quantization (expr.hpp): a row's step is max |x| / 127; its values are x
+  // times 1 / step (a multiply per element, not a divide; the float64 reference
+  // repeats these float32 operations), rounded half to even; a zero row (step 0)
+  // gives zeros.
+  template <class Args> void build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered& x = a[0];
+    Halide::RDom rd(0, extent(x.dims[0]), o.name + "_r");
+    Halide::Func amax = new_stage(o.name + "_max");
+    amax(vars(r)) = 0.0f;
+    amax(vars(r)) = Halide::max(amax(vars(r)), Halide::abs(call(x, {{x.dims[0], rd.x}})));
+    r.f(vars(r)) = amax(vars(r)) / 127.0f;
+    rdoms_[o.name] = rd;
+  }
+  template <class Args> void build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const lowered &x = a[0], &step = a[1];
+    Halide::Func inverse = new_stage(o.name + "_inverse");
+    inverse(vars(step)) = Halide::select(call(step) > 0.0f, 1.0f / call(step), 0.0f);
+    const Halide::Expr q = Halide::round(call(x) * inverse(vars(step)));
+    r.f(vars(r)) = Halide::cast<int8_t>(Halide::clamp(q, -127.0f, 127.0f));
+  }
+  template <class Args> void build(const op::dequantize&, lowered& r, std::vector<lowered>& a, const Args&) {
+    r.f(vars(r)) = Halide::cast<float>(call(a[0])) * call(a[1]) * call(a[2]);
   }
 
   // Attention: lower_attention.hpp.
