@@ -72,10 +72,7 @@ struct candidate_call {
   problem& p;
   bool gpu;
   static call_set fresh(call_set c) {
-    for (auto& b : c.f)
-      b.set_host_dirty();
-    for (auto& b : c.i)
-      b.set_host_dirty();
+    c.for_each_buffer([](auto& b) { b.set_host_dirty(); });
     return c;
   }
   int operator()(call_set& c) const {
@@ -92,12 +89,10 @@ struct candidate_call {
 // Verifies the first set's outputs (read back from a GPU); returns the error.
 double verify(problem& p, bool gpu) {
   if (gpu) {
-    for (auto& b : p.sets[0].f)
+    p.sets[0].for_each_buffer([](auto& b) {
       if (b.raw_buffer()->device_dirty())
         b.copy_to_host();
-    for (auto& b : p.sets[0].i)
-      if (b.raw_buffer()->device_dirty())
-        b.copy_to_host();
+    });
   }
   error_meter m;
   p.verify(p.sets[0], m);

@@ -34,6 +34,33 @@ problem logits(shape_args& s) {
   return p;
 }
 
+// int8 weights (vocab, d_model) with one step per entry, as the loader quantizes
+// them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
+problem logits_int8(shape_args& s) {
+  problem p;
+  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
+  p.make = [=] {
+    fb steps = random({V}, 0.25f);
+    steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(D))); });
+    call_set c{{random({D, T, B}, 1), steps, random({V}, 0.1f), fb(V, T, B)}};
+    c.i8.push_back(random_int8_weight({V, D}, 1));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w = ref::to_ref(c.i8[0]), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[3], ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
+  };
+  p.flops = 2.0 * V * D * T * B, p.bytes = V * D + 4.0 * (2 * V + D * T * B + V * T * B);
+  p.gemms = {{T * B, V, D}};
+  // The int8 values and their int32 sums are exact; the dequantization is two
+  // float32 products and a float32 sum (a few ulp, < 1e-6), while one integer step
+  // off errs by > 1e-5 of the rms at the test shapes (d_model <= 257).
+  p.tolerance = 1e-6;
+  return p;
+}
+
 problem ffn(shape_args& s, bool gelu) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
@@ -252,6 +279,7 @@ problem embedding(shape_args& s) {
 const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
   static const std::map<std::string, std::function<problem(shape_args&)>> all{
       {"logits", logits},
+      {"logits_int8", logits_int8},
       {"ffn_relu", [](shape_args& a) { return ffn(a, false); }},
       {"ffn_gelu", [](shape_args& a) { return ffn(a, true); }},
       {"qkv_projection", [](shape_args& a) { return head_projection(a, "qkv"); }},
@@ -324,13 +352,10 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1"}}};
-  static const std::map<std::string, std::string> family{{"ffn_relu", "ffn"},
-                                                         {"ffn_gelu", "ffn"},
-                                                         {"qkv_projection", "heads"},
-                                                         {"kv_projection", "heads"},
-                                                         {"q_projection", "heads"},
-                                                         {"out_projection", "heads"},
-                                                         {"add_layernorm", "layernorm"},
+  static const std::map<std::string, std::string> family{{"logits_int8", "logits"},   {"ffn_relu", "ffn"},
+                                                         {"ffn_gelu", "ffn"},         {"qkv_projection", "heads"},
+                                                         {"kv_projection", "heads"},  {"q_projection", "heads"},
+                                                         {"out_projection", "heads"}, {"add_layernorm", "layernorm"},
                                                          {"log_softmax", "softmax"}};
   const auto f = family.find(kernel);
   const auto it = shapes.find(f != family.end() ? f->second : kernel);

@@ -25,6 +25,12 @@ fb random(std::vector<int> shape, float scale) { return fill_random(fb(shape), s
 fb random_weight(std::vector<int> shape, int row_dims, float scale) {
   return fill_random(gemm_weight(shape, row_dims), scale);
 }
+i8b random_int8_weight(std::vector<int> shape, int row_dims) {
+  i8b b = gemm_weight<int8_t>(shape, row_dims);
+  std::uniform_int_distribution<int> v(-127, 127);
+  b.for_each_value([&](int8_t& x) { x = int8_t(v(rng)); });
+  return b;
+}
 
 int shape_args::operator[](const std::string& k) {
   auto it = v.find(k);
@@ -72,7 +78,7 @@ std::vector<std::pair<int, int>> sample_rows(int T, int B) {
   return s;
 }
 
-// The caller's order: f buffers, i buffers, scalars (see operator()).
+// The caller's order: f buffers, i buffers, i8 buffers, scalars (see operator()).
 void problem::bind(const halformer_kernel& k) {
   const call_set c = make();
   std::vector<halformer::arg_spec> specs;
@@ -84,6 +90,8 @@ void problem::bind(const halformer_kernel& k) {
     buffer(f_names[j], halformer::f32_type, c.f.at(j).dimensions());
   for (std::size_t j = 0; j < i_names.size(); ++j)
     buffer(i_names[j], halformer::i32_type, c.i.at(j).dimensions());
+  for (std::size_t j = 0; j < i8_names.size(); ++j)
+    buffer(i8_names[j], halformer::i8_type, c.i8.at(j).dimensions());
   for (const auto& s : scalars)
     specs.push_back(halformer::scalar_arg(s.name, s.type));
   call = halformer::kernel_call(k, specs);
@@ -92,10 +100,7 @@ void problem::bind(const halformer_kernel& k) {
 int problem::operator()(call_set& c) {
   std::array<void*, halformer::kernel_call::max_args> args;
   std::size_t n = 0;
-  for (auto& b : c.f)
-    args[n++] = b.raw_buffer();
-  for (auto& b : c.i)
-    args[n++] = b.raw_buffer();
+  c.for_each_buffer([&](auto& b) { args[n++] = b.raw_buffer(); });
   for (auto& s : scalars)
     args[n++] = &s.value;
   return call(args.data());
@@ -103,10 +108,7 @@ int problem::operator()(call_set& c) {
 
 std::size_t bytes_of(const call_set& c) {
   std::size_t n = 0;
-  for (const auto& b : c.f)
-    n += b.size_in_bytes();
-  for (const auto& b : c.i)
-    n += b.size_in_bytes();
+  c.for_each_buffer([&](const auto& b) { n += b.size_in_bytes(); });
   return n;
 }
 

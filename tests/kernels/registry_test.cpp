@@ -22,10 +22,7 @@ const halformer_kernel* library_kernels() {
 
 // The host data is current: a GPU library copies it to the device on the call.
 void host_is_current(problems::call_set& c) {
-  for (auto& b : c.f)
-    b.set_host_dirty();
-  for (auto& b : c.i)
-    b.set_host_dirty();
+  c.for_each_buffer([](auto& b) { b.set_host_dirty(); });
 }
 
 // After a call on a GPU library, results are on the device: bring them back.
@@ -36,10 +33,7 @@ void to_host(problems::call_set& c) {
       b.device_free();
     }
   };
-  for (auto& b : c.f)
-    back(b);
-  for (auto& b : c.i)
-    back(b);
+  c.for_each_buffer(back);
 }
 
 } // namespace

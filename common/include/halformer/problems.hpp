@@ -22,12 +22,15 @@ namespace halformer::problems {
 using Halide::Runtime::Buffer;
 using fb = Buffer<float>;
 using ib = Buffer<int32_t>;
+using i8b = Buffer<int8_t>;
 
 extern std::mt19937 rng;
 
 fb random(std::vector<int> shape, float scale);
 // A GEMM weight laid out as the runtime lays it out (halformer/weight_layout.hpp).
 fb random_weight(std::vector<int> shape, int row_dims, float scale);
+// An int8 GEMM weight, uniform in [-127, 127], laid out the same way.
+i8b random_int8_weight(std::vector<int> shape, int row_dims);
 
 // The shape's values by name; every one must be read by the kernel's problem.
 struct shape_args {
@@ -53,6 +56,20 @@ struct error_meter {
 struct call_set {
   std::vector<fb> f;
   std::vector<ib> i;
+  std::vector<i8b> i8;
+  // fn(buffer) for every buffer, in the caller's order (f, i, i8).
+  template <class F> void for_each_buffer(F&& fn) { visit(*this, fn); }
+  template <class F> void for_each_buffer(F&& fn) const { visit(*this, fn); }
+
+private:
+  template <class Set, class F> static void visit(Set& s, F& fn) {
+    for (auto& b : s.f)
+      fn(b);
+    for (auto& b : s.i)
+      fn(b);
+    for (auto& b : s.i8)
+      fn(b);
+  }
 };
 std::size_t bytes_of(const call_set& c);
 // How many input sets a timing loop rotates over: >= 64 MiB in all (up to 4096
@@ -77,10 +94,10 @@ struct scalar_input {
 };
 
 // A kernel at a shape: its arguments by name (call_set::f[k] is f_names[k],
-// i[k] is i_names[k]; `outputs` names the written ones), how to make a set of
+// i[k] is i_names[k], i8[k] is i8_names[k]; `outputs` names the written ones), how to make a set of
 // them, sampled float64 verification and the costs behind GFLOP/s and GB/s.
 struct problem {
-  std::vector<std::string> f_names, i_names, outputs;
+  std::vector<std::string> f_names, i_names, i8_names, outputs;
   std::vector<scalar_input> scalars;
   std::function<call_set()> make;
   std::function<void(call_set&, error_meter&)> verify; // rows: sample_rows()

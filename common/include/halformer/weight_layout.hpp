@@ -19,16 +19,17 @@ namespace halformer {
 
 // A weight of extents `dims` (innermost first) whose rows are its first `row_dims`
 // dims, padded as above by growing the last of them (a head projection's rows are
-// heads x d_k: one head more).
-inline Halide::Runtime::Buffer<float> gemm_weight(const std::vector<int>& dims, int row_dims) {
-  int inner = 1; // floats per step of the row's last dim
+// heads x d_k: one head more). int8 weights get the same 64 bytes.
+template <class T = float> Halide::Runtime::Buffer<T> gemm_weight(const std::vector<int>& dims, int row_dims) {
+  constexpr int line = 64 / int(sizeof(T)); // elements per cache line
+  int inner = 1;                            // elements per step of the row's last dim
   for (int i = 0; i + 1 < row_dims; ++i)
     inner *= dims[std::size_t(i)];
   const std::size_t last = std::size_t(row_dims - 1);
   std::vector<int> allocated = dims;
-  if (inner * dims[last] % 256 == 0)
-    allocated[last] += (16 + inner - 1) / inner;
-  return Halide::Runtime::Buffer<float>(allocated).cropped(int(last), 0, dims[last]);
+  if (inner * dims[last] * int(sizeof(T)) % 1024 == 0)
+    allocated[last] += (line + inner - 1) / inner;
+  return Halide::Runtime::Buffer<T>(allocated).cropped(int(last), 0, dims[last]);
 }
 
 } // namespace halformer

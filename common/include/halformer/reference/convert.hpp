@@ -1,4 +1,4 @@
-// Kernel buffers (Halide::Runtime::Buffer, float32) as float64 reference tensors.
+// Kernel buffers (Halide::Runtime::Buffer) as float64 reference tensors.
 #pragma once
 
 #include "reference.hpp"
@@ -7,14 +7,15 @@
 
 namespace ref {
 
-inline tensor to_ref(const Halide::Runtime::Buffer<const float>& b) {
+// Any element type a kernel buffer holds (float32, int8 weights).
+template <class T, int D, int S> tensor to_ref(const Halide::Runtime::Buffer<T, D, S>& b) {
   std::vector<int> dims;
   for (int i = 0; i < b.dimensions(); ++i)
     dims.push_back(b.dim(i).extent());
   tensor t(dims);
   std::size_t i = 0;
   // Buffer::for_each_element visits dim 0 fastest, matching tensor's order.
-  b.for_each_element([&](const int* pos) { t.data[i++] = b(pos); });
+  b.for_each_element([&](const int* pos) { t.data[i++] = double(b(pos)); });
   return t;
 }
 

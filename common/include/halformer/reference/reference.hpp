@@ -4,6 +4,7 @@
 // (dim 0 innermost) so shapes read the same as the kernels' documentation.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +50,47 @@ inline tensor linear(const tensor& x, const tensor& w, const tensor& bias) {
           s += x(i, t, b) * w(o, i);
         y(o, t, b) = s;
       }
+  return y;
+}
+
+// Symmetric int8 quantization of one row as halformer defines it (dsl/expr.hpp):
+// step = max |x| / 127, q = x * (1 / step) rounded half to even and clamped to
+// +-127, in float32 (the definition's arithmetic; x holds float32 values). A zero
+// row has step 0 and all-zero values.
+struct quantized_row {
+  std::vector<std::int64_t> q;
+  float step = 0;
+};
+inline quantized_row quantize_row(const std::vector<double>& x) {
+  quantized_row r;
+  float amax = 0;
+  for (double v : x)
+    amax = std::max(amax, std::abs(float(v)));
+  r.step = amax / 127.0f;
+  const float inverse = r.step > 0 ? 1.0f / r.step : 0.0f;
+  for (double v : x)
+    r.q.push_back(std::int64_t(std::clamp(std::nearbyint(float(v) * inverse), -127.0f, 127.0f)));
+  return r;
+}
+
+// y(o, t, b) = step_x(t, b) w_step(o) sum_i q_x(i, t, b) w(o, i) + bias(o), w holding
+// int8 values (out, in): the sum exact (int64), the rest float64.
+inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w_step, const tensor& bias) {
+  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[0];
+  tensor y({out, T, B});
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> row(static_cast<std::size_t>(in));
+      for (int i = 0; i < in; ++i)
+        row[std::size_t(i)] = x(i, t, b);
+      const quantized_row q = quantize_row(row);
+      for (int o = 0; o < out; ++o) {
+        std::int64_t sum = 0;
+        for (int i = 0; i < in; ++i)
+          sum += q.q[std::size_t(i)] * std::int64_t(w(o, i));
+        y(o, t, b) = double(sum) * q.step * w_step(o) + bias(o);
+      }
+    }
   return y;
 }
 

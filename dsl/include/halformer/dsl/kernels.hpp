@@ -179,6 +179,20 @@ struct logits {
   auto outputs() const { return hana::make_tuple(result("out", linear("logits", x, w, b))); }
 };
 
+// The logits with int8 weights and one step per vocabulary entry (quantized at
+// load): x quantized per row, the products accumulated exactly in int32, then
+// dequantized and biased in float32 (dsl::quantized_linear).
+struct logits_int8 {
+  static constexpr std::string_view name = "logits_int8", schedule = "logits_int8";
+  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
+  decltype(input("w", shape(vocab, d_model), i8)) w = input("w", shape(vocab, d_model), i8);
+  decltype(input("w_step", shape(vocab))) w_step = input("w_step", shape(vocab));
+  decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
+
+  auto inputs() const { return hana::make_tuple(x, w, w_step, b); }
+  auto outputs() const { return hana::make_tuple(result("out", quantized_linear("logits", x, w, w_step, b))); }
+};
+
 // Greedy decoding's choice per logits row: the best token (ties: the lowest id)
 // and its log-probability, so that only two numbers per row leave the device.
 struct greedy_pick {
@@ -212,7 +226,7 @@ struct beam_candidates {
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
-                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates>;
+                  layernorm, add_layernorm, softmax, log_softmax, logits, logits_int8, greedy_pick, beam_candidates>;
 
 // Calls f(kernel) with the kernel named `name`; an unknown name is an error
 // listing the known ones.

@@ -13,10 +13,12 @@
 #include "halformer/schedules/cpu/embedding.hpp"
 #include "halformer/schedules/cpu/ffn.hpp"
 #include "halformer/schedules/cpu/projections.hpp"
+#include "halformer/schedules/cpu/quantized.hpp"
 #include "halformer/schedules/cpu/rows.hpp"
 #include "halformer/schedules/gpu/attention.hpp"
 #include "halformer/schedules/gpu/candidates.hpp"
 #include "halformer/schedules/gpu/projections.hpp"
+#include "halformer/schedules/gpu/quantized.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
 
 #include <type_traits>
@@ -91,6 +93,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
       {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
       {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
+      {"logits_int8", {cpu::gemm_knobs(), revisions::cpu_quantized, one<cpu::quantized_logits>}},
       {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{
@@ -102,6 +105,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"layernorm", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::layernorm>}},
       {"softmax", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::softmax>}},
       {"logits", {gpu::gemm_knobs(), revisions::gpu_gemm, one<gpu::logits>}},
+      {"logits_int8", {gpu::gemm_knobs(), revisions::gpu_quantized, one<gpu::quantized_logits>}},
       {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}},
       {"beam_candidates", {gpu::candidates_knobs(), revisions::gpu_candidates, pick<gpu::beam_candidates>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
