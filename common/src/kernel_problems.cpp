@@ -34,7 +34,7 @@ problem logits(shape_args& s) {
   return p;
 }
 
-// int8 weights (vocab, d_model) with one step per entry, as the loader quantizes
+// int8 weights (d_model, vocab) with one step per entry, as the loader quantizes
 // them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
 problem logits_int8(shape_args& s) {
   problem p;
@@ -44,7 +44,7 @@ problem logits_int8(shape_args& s) {
     fb steps = random({V}, 0.25f);
     steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(D))); });
     call_set c{{random({D, T, B}, 1), steps, random({V}, 0.1f), fb(V, T, B)}};
-    c.i8.push_back(random_int8_weight({V, D}, 1));
+    c.i8.push_back(random_int8_weight({D, V}, 1));
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {

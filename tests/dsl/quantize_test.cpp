@@ -26,7 +26,7 @@ static_assert(dtype_v<decltype(input("x", shape(d_model, t)))> == dtype::f32);
 static_assert(dtype_v<decltype(contract("c", input("a", shape(d_model, t), i8), input("w", shape(d_ff, d_model), i8),
                                         shape(d_ff, t)))> == dtype::i32);
 using qlinear =
-    decltype(quantized_linear("y", input("x", shape(d_model, t, batch)), input("w", shape(d_ff, d_model), i8),
+    decltype(quantized_linear("y", input("x", shape(d_model, t, batch)), input("w", shape(d_model, d_ff), i8),
                               input("s", shape(d_ff)), input("b", shape(d_ff))));
 static_assert(dtype_v<qlinear> == dtype::f32);
 static_assert(std::is_same_v<shape_t<qlinear>, decltype(shape(d_ff, t, batch))>);
@@ -46,7 +46,7 @@ struct quantized_pipeline {
   lowered out;
   quantized_pipeline() {
     auto x = input("x", shape(d_model, t, batch));
-    auto w = input("w", shape(d_ff, d_model), i8);
+    auto w = input("w", shape(d_model, d_ff), i8);
     auto s = input("w_step", shape(d_ff));
     auto b = input("b", shape(d_ff));
     ctx.bind(x, x_in), ctx.bind(w, w_in), ctx.bind(s, s_in), ctx.bind(b, b_in);
@@ -76,7 +76,7 @@ float step_of(const Halide::Buffer<float>& x, int t, int b) {
 void check_quantized(quantized_pipeline& p, const Halide::Buffer<float>& xb, const Halide::Buffer<int8_t>& wb,
                      const Halide::Buffer<float>& sb, const Halide::Buffer<float>& bb) {
   REQUIRE(std::fegetround() == FE_TONEAREST);
-  const int D = xb.dim(0).extent(), T = xb.dim(1).extent(), B = xb.dim(2).extent(), F = wb.dim(0).extent();
+  const int D = xb.dim(0).extent(), T = xb.dim(1).extent(), B = xb.dim(2).extent(), F = wb.dim(1).extent();
   p.x_in.set(xb), p.w_in.set(wb), p.s_in.set(sb), p.b_in.set(bb);
   Halide::Buffer<int8_t> q = p.ctx.stage("y_x").realize({D, T, B});
   Halide::Buffer<int32_t> acc = p.ctx.stage("y").realize({F, T, B});
@@ -91,7 +91,7 @@ void check_quantized(quantized_pipeline& p, const Halide::Buffer<float>& xb, con
       for (int o = 0; o < F; ++o) {
         std::int64_t sum = 0;
         for (int i = 0; i < D; ++i)
-          sum += std::int64_t(want_q[std::size_t(i)]) * wb(o, i);
+          sum += std::int64_t(want_q[std::size_t(i)]) * wb(i, o);
         CHECK(acc(o, t, b) == sum);
         // float32 dequantization: float(acc) is exact (|acc| < 2^24 here), then two
         // products and the bias, each rounded once: a few ulp of the result.
@@ -110,7 +110,7 @@ TEST_CASE("quantized_linear computes the stated int8 arithmetic exactly", "[dsl]
   for (auto [D, F, T, B] : {std::array{333, 7, 5, 3}, std::array{1, 1, 1, 1}, std::array{64, 33, 1, 8}}) {
     INFO("d_model " << D << ", d_ff " << F << ", t " << T << ", batch " << B);
     Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
-    Halide::Buffer<int8_t> wb(F, D);
+    Halide::Buffer<int8_t> wb(D, F);
     std::normal_distribution<float> n;
     std::uniform_int_distribution<int> w8(-127, 127);
     xb.for_each_value([&](float& v) { v = n(rng); });
@@ -130,9 +130,9 @@ TEST_CASE("quantization rounds half to even and never yields -128", "[dsl][int8]
   const std::vector<int> want{127, -127, 2, 4, -2, -4, 0, 0, 126};
   const int D = int(row.size());
   Halide::Buffer<float> xb(D, 1, 1), sb(1), bb(1);
-  Halide::Buffer<int8_t> wb(1, D);
+  Halide::Buffer<int8_t> wb(D, 1);
   for (int i = 0; i < D; ++i)
-    xb(i, 0, 0) = row[std::size_t(i)], wb(0, i) = 1;
+    xb(i, 0, 0) = row[std::size_t(i)], wb(i, 0) = 1;
   sb(0) = 1.0f, bb(0) = 0.0f;
   p.x_in.set(xb), p.w_in.set(wb), p.s_in.set(sb), p.b_in.set(bb);
   Halide::Buffer<int8_t> q = p.ctx.stage("y_x").realize({D, 1, 1});
@@ -148,13 +148,13 @@ TEST_CASE("int8 accumulation at the extremes neither saturates nor overflows", "
   quantized_pipeline p;
   const int D = 4099, F = 17, T = 3, B = 1; // odd lengths: no whole number of vectors or pairs
   Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
-  Halide::Buffer<int8_t> wb(F, D);
+  Halide::Buffer<int8_t> wb(D, F);
   for (int t = 0; t < T; ++t)
     for (int i = 0; i < D; ++i)
       xb(i, t, 0) = t == 1 ? -3.0f : 3.0f; // quantizes to +-127 throughout
   for (int o = 0; o < F; ++o)
     for (int i = 0; i < D; ++i)
-      wb(o, i) = int8_t(o % 2 ? -127 : 127);
+      wb(i, o) = int8_t(o % 2 ? -127 : 127);
   sb.fill(1.0f / 127), bb.fill(0.0f);
   check_quantized(p, xb, wb, sb, bb);
   Halide::Buffer<int32_t> acc = p.ctx.stage("y").realize({F, T, B});

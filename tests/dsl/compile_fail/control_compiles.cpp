@@ -11,7 +11,7 @@ int main() {
   (void)add("s", x, x);
   (void)linear("y", x, w, b);
   // the int8 control: a quantized linear, and an int8 contraction dequantized
-  auto w8 = input("w8", shape(d_ff, d_model), i8);
+  auto w8 = input("w8", shape(d_model, d_ff), i8);
   auto step = quant_step("step", x);
   (void)quantized_linear("q", x, w8, input("w_step", shape(d_ff)), b);
   (void)dequantize("dq", contract("acc", quantize("xq", x, step), w8, shape(d_ff, t, batch)), step,

@@ -73,10 +73,10 @@ inline quantized_row quantize_row(const std::vector<double>& x) {
   return r;
 }
 
-// y(o, t, b) = step_x(t, b) w_step(o) sum_i q_x(i, t, b) w(o, i) + bias(o), w holding
-// int8 values (out, in): the sum exact (int64), the rest float64.
+// y(o, t, b) = step_x(t, b) w_step(o) sum_i q_x(i, t, b) w(i, o) + bias(o), w holding
+// int8 values (in, out): the sum exact (int64), the rest float64.
 inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w_step, const tensor& bias) {
-  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[0];
+  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[1];
   tensor y({out, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -87,7 +87,7 @@ inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w
       for (int o = 0; o < out; ++o) {
         std::int64_t sum = 0;
         for (int i = 0; i < in; ++i)
-          sum += q.q[std::size_t(i)] * std::int64_t(w(o, i));
+          sum += q.q[std::size_t(i)] * std::int64_t(w(i, o));
         y(o, t, b) = double(sum) * q.step * w_step(o) + bias(o);
       }
     }

@@ -372,14 +372,28 @@ template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc,
 
 // y = x . W + bias with int8 weights W (w_step: their step per output, W's output
 // dimensions): x quantized per row, the products accumulated exactly in int32,
-// dequantized, the bias added in float32. Stages: <name>_x_step, <name>_x, <name>
-// (the int32 accumulation), <name>_dequantized, <name>_biased.
+// dequantized, the bias added in float32. Unlike linear's float weights (output
+// features innermost), W's first dimension is the input feature: a weight row is
+// one output's inputs, PyTorch's [out][in] as it is, the dot-product layout that
+// int8 instructions read (pmaddwd sums adjacent pairs, vpdpbusd quads). Stages:
+// <name>_x_step, <name>_x, <name> (the int32 accumulation), <name>_dequantized,
+// <name>_biased.
+template <Tensor X, Tensor W>
+using quantized_linear_shape_t = decltype(hana::concat(hana::drop_front(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
 template <Tensor X, Tensor W, Tensor WS, Tensor Bias, class Out>
 auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out) {
-  check_linear_shapes<X, W, Bias, Out>();
+  using SX = shape_t<X>;
+  using SW = shape_t<W>;
+  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::front(SW{}))>>,
+                "halformer::dsl::quantized_linear: the weight's first (input) dimension must be the input's dim 0 "
+                "(its features)");
+  static_assert(is_permutation_v<Out, quantized_linear_shape_t<X, W>>,
+                "halformer::dsl::quantized_linear: the result must hold exactly the weight's output dimensions and "
+                "the input's non-feature dimensions");
+  static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_front(SW{}))> &&
+                    std::is_same_v<shape_t<WS>, shape_t<Bias>>,
+                "halformer::dsl::quantized_linear: the bias and the weight's step must have its output dimensions");
   static_assert(dtype_v<W> == dtype::i8, "halformer::dsl::quantized_linear: the weight must be int8");
-  static_assert(std::is_same_v<shape_t<WS>, shape_t<Bias>>,
-                "halformer::dsl::quantized_linear: the weight's step must have its output dimensions");
   auto step = quant_step(name + "_x_step", x);
   auto acc = contract(name, quantize(name + "_x", std::move(x), step), std::move(w), out);
   return add_broadcast(name + "_biased", dequantize(name + "_dequantized", std::move(acc), step, std::move(w_step)),
@@ -388,7 +402,7 @@ auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out)
 template <Tensor X, Tensor W, Tensor WS, Tensor Bias>
 auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
   return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias),
-                          natural_linear_shape_t<X, W>{});
+                          quantized_linear_shape_t<X, W>{});
 }
 
 // ---- kernel interfaces ----------------------------------------------------------------

@@ -180,12 +180,13 @@ struct logits {
 };
 
 // The logits with int8 weights and one step per vocabulary entry (quantized at
-// load): x quantized per row, the products accumulated exactly in int32, then
-// dequantized and biased in float32 (dsl::quantized_linear).
+// load), in the dot-product layout (d_model, vocab): x quantized per row, the
+// products accumulated exactly in int32, then dequantized and biased in float32
+// (dsl::quantized_linear).
 struct logits_int8 {
   static constexpr std::string_view name = "logits_int8", schedule = "logits_int8";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("w", shape(vocab, d_model), i8)) w = input("w", shape(vocab, d_model), i8);
+  decltype(input("w", shape(d_model, vocab), i8)) w = input("w", shape(d_model, vocab), i8);
   decltype(input("w_step", shape(vocab))) w_step = input("w_step", shape(vocab));
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 

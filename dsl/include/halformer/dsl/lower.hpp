@@ -196,16 +196,21 @@ private:
   // The reduction of a contraction: its dimensions (those of both operands that
   // the result lacks) as an RDom registered under the stage's name, and where
   // each operand's dims sit on it.
-  std::map<std::string, Halide::Expr> contraction_domain(const std::string& name, const lowered& r, const lowered& lhs,
-                                                         const lowered& rhs) {
+  // `block`: the innermost reduced dimension runs over whole blocks of that many.
+  std::vector<std::string> reduced_dims(const lowered& r, const lowered& lhs, const lowered& rhs) const {
     std::vector<std::string> reduced;
     for (const auto& d : lhs.dims)
       if (std::find(rhs.dims.begin(), rhs.dims.end(), d) != rhs.dims.end() &&
           std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
         reduced.push_back(d);
+    return reduced;
+  }
+  std::map<std::string, Halide::Expr> contraction_domain(const std::string& name, const lowered& r, const lowered& lhs,
+                                                         const lowered& rhs, int block = 1) {
+    const std::vector<std::string> reduced = reduced_dims(r, lhs, rhs);
     Halide::Region ranges;
     for (const auto& d : reduced)
-      ranges.emplace_back(0, extent(d));
+      ranges.emplace_back(0, ranges.empty() ? (extent(d) + block - 1) / block * block : extent(d));
     Halide::RDom rd(ranges, name + "_r");
     std::map<std::string, Halide::Expr> at;
     for (std::size_t i = 0; i < reduced.size(); ++i)
@@ -218,12 +223,28 @@ private:
     r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
     r.f(vars(r)) += call(a[0], at) * call(a[1], at);
   }
-  // int8 x int8: each product is exact in int16 (|q| <= 127), summed in int32,
-  // which holds 2^31 / 127^2 = 133000 products: any reduction a model has.
+  // int8 x int8, summed exactly in int32 (which holds 2^31 / 127^2 = 133000
+  // products: any reduction a model has). Written as int16 x int16 -> int32, the
+  // form Halide's x86 backend turns into pmaddwd when pairs are vectorised. The
+  // innermost reduced dimension runs over whole blocks of `integer_block`, the
+  // operands reading zeros past its end: every dot-product width (pmaddwd's 8
+  // lanes x 2, AVX-512's 16 x 2, vpdpbusd's 16 x 4) divides the block, so a
+  // schedule's reduction splits have no tail (a guarded tail kept the partial sums
+  // on the stack), and the zeros are confined to the last block (Halide splits
+  // the loop at the boundary).
+  static constexpr int integer_block = 64;
   void build_integer_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
-    const auto at = contraction_domain(o.name, r, a[0], a[1]);
+    const std::string inner = reduced_dims(r, a[0], a[1]).at(0);
+    const auto at = contraction_domain(o.name, r, a[0], a[1], integer_block);
+    const auto zero_padded = [&](const lowered& l) {
+      Halide::Region bounds;
+      for (const auto& d : l.dims)
+        bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
+      return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
+    };
     r.f(vars(r)) = 0;
-    r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(call(a[0], at), call(a[1], at)));
+    r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(call(zero_padded(a[0]), at)),
+                                         Halide::cast<int16_t>(call(zero_padded(a[1]), at)));
   }
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);

@@ -50,6 +50,8 @@ public:
   Halide::Stage operator()(const Halide::Func& f) const {
     return condition_.defined() ? Halide::Func(f).specialize(condition_) : Halide::Stage(f);
   }
+  // Whether this is a bucket's specialization (not the general branch).
+  bool conditioned() const { return condition_.defined(); }
   Halide::Stage update(const Halide::Func& f, int i = 0) const {
     Halide::Stage u = Halide::Func(f).update(i);
     return condition_.defined() ? u.specialize(condition_) : u;

@@ -93,7 +93,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
       {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
       {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
-      {"logits_int8", {cpu::gemm_knobs(), revisions::cpu_quantized, one<cpu::quantized_logits>}},
+      {"logits_int8", {cpu::int8_gemm_knobs(), revisions::cpu_quantized, one<cpu::quantized_logits>}},
       {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{

@@ -1,45 +1,102 @@
 // CPU schedules of the int8 GEMM kernels (dsl::quantized_linear): the input's
-// per-row quantization, then the GEMM of gemm.hpp on int32 accumulators.
+// per-row quantization, then dot-product register tiles over the int8 weights.
 //
-// Register budget: an int32 accumulator vector has a float vector's lanes, so the
-// GEMM's tiles are float's (AVX2: 3 x 4 = 12 accumulators; each step's int8
-// weights are widened in the 3 weight registers and the broadcast input in the
-// 16th). The products are exact in int16 and summed in int32 (dsl/lower.hpp).
+// int8 weights lie in the dot-product layout (dsl/expr.hpp: a weight row is one
+// output's inputs), so one step of a tile reads 2 x `vec` consecutive inputs of
+// `dot_outputs` weight rows and of `dot_rows` input rows, widens them to int16
+// and multiplies every pair: pmaddwd sums adjacent products into `vec` int32
+// partial sums per (output, row), which stay in registers for the whole
+// reduction and are summed across lanes once at the end. Register budget: AVX2
+// (16 ymm) 4 outputs x 2 rows = 8 partial sums + 4 widened weight vectors + 2
+// widened inputs = 14; AVX-512 (32 zmm) 4 x 4 = 16 + 4 + 4 = 24. Per step 4 x 2
+// pmaddwd read 4 weight vectors: batch 1 streams the weights (~4 ops per 32
+// bytes), larger batches reuse each widened weight vector `dot_rows` times.
 #pragma once
 
 #include "halformer/schedules/cpu/gemm.hpp"
 
 namespace halformer::schedules::cpu {
 
+inline std::vector<knob_decl> int8_gemm_knobs() {
+  return {
+      {"dot_outputs", {1, 2, 3, 4, 6, 8}, "outputs per register tile (weight rows read per step)"},
+      {"dot_rows", {1, 2, 3, 4}, "input rows per register tile"},
+      {"tiles_per_task", {1, 2, 4, 8, 16, 32, 64, 128}, "register tiles of outputs per parallel task"},
+  };
+}
+
 // A quantized GEMM's int8 input (stage <name>_x) and its row steps (<name>_x_step),
-// each computed at root before the GEMM reads them: the steps in tasks of
-// `rows_per_task` rows with the row maximum tree-vectorised (max is exact in any
-// order), then the int8 values, vectorised along the features. At d_model 512 a
-// row takes well under a microsecond, against tens of microseconds of GEMM per
-// row: tasks of 16 rows amortise the thread pool's dispatch (~1 us).
+// each computed at root before the GEMM reads them: the steps in tasks of 16
+// rows (a row takes well under a microsecond at d_model 512; 16 amortise the
+// thread pool's ~1 us dispatch) with the row maximum tree-vectorised (max is
+// exact in any order), then the int8 values, vectorised along the features.
 inline void quantized_input(const dsl::lowering& ctx, const std::string& name, const std::string& feature,
-                            const Halide::Target& target, const bucket_scope& in) {
+                            const Halide::Target& target) {
   using namespace Halide;
   constexpr int rows_per_task = 16;
   const int vec = target.natural_vector_size<float>();
   Func step = ctx.stage(name + "_x_step"), amax = ctx.stage(name + "_x_step_max"), values = ctx.stage(name + "_x");
   Var x(feature), t("t"), b("batch"), row("row"), rt("rt");
-  step.compute_root();
-  in(step).fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
+  step.compute_root().fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
   amax.compute_at(step, rt);
-  in.update(amax).atomic().vectorize(ctx.rdom(name + "_x_step").x, vec, TailStrategy::GuardWithIf);
-  values.compute_root();
-  in(values)
+  amax.update().atomic().vectorize(ctx.rdom(name + "_x_step").x, vec, TailStrategy::GuardWithIf);
+  values.compute_root()
       .fuse(t, b, row)
       .split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf)
       .parallel(row)
       .vectorize(x, vec, TailStrategy::GuardWithIf);
 }
 
+// The output's tiles: `outputs` x `rows` (of t in prefill, of the batch in a decode
+// step), the last ones shifted inwards. A task owns `tiles_per_task` tiles of
+// outputs over every row block, so its weight rows (at 32 x 4 outputs of d_model
+// 512, 64 KiB) are read from memory once and then from L2 by each row block.
+// Every branch names its tile loop "oo", where the sums are computed.
+inline void quantized_output(const gemm_stage& g, Halide::Stage s, const Halide::Var& rows, int outputs, int tile_rows,
+                             int tiles_per_task) {
+  using namespace Halide;
+  Var oo("oo"), oi("oi"), ro("ro"), ri("ri"), task("task");
+  const Var& other = rows.same_as(g.t) ? g.batch : g.t;
+  s.split(g.o, oo, oi, outputs, TailStrategy::ShiftInwards)
+      .split(rows, ro, ri, tile_rows, TailStrategy::ShiftInwards)
+      .split(oo, task, oo, tiles_per_task, TailStrategy::GuardWithIf)
+      .reorder(oi, ri, oo, ro, task, other)
+      .unroll(oi)
+      .unroll(ri)
+      .fuse(task, other, task)
+      .parallel(task);
+}
+
+// The GEMM: register tiles of partial sums (intm, one vector per output and row)
+// over the whole reduction, then summed across lanes into the accumulator. The
+// reduction is split once here (rfactor), so the kernel takes one knob set:
+// shape buckets are refused.
+inline void quantized_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
+  using namespace Halide;
+  if (in.conditioned())
+    throw std::invalid_argument("the int8 GEMM schedule takes one knob set: no shape buckets");
+  const int vec = target.natural_vector_size<int32_t>(), O = k["dot_outputs"], R = k["dot_rows"];
+  Var u("u"), oo("oo");
+  RVar ko("ko"), kl("kl"), lane("lane"), pair("pair");
+  g.acc.update().split(g.r[0], ko, kl, 2 * vec, TailStrategy::GuardWithIf).split(kl, lane, pair, 2);
+  Func sums = g.acc.update().rfactor(lane, u);
+  const Expr decode = g.t_extent == 1;
+  // Tiles where the output and the rows have room for them, else one output and row.
+  quantized_output(g, g.out.specialize(decode && g.o_extent >= O && g.batch_extent >= R), g.batch, O, R,
+                   k["tiles_per_task"]);
+  quantized_output(g, g.out.specialize(!decode && g.o_extent >= O && g.t_extent >= R), g.t, O, R, k["tiles_per_task"]);
+  quantized_output(g, g.out, g.t, 1, 1, k["tiles_per_task"]);
+  g.acc.compute_at(g.out, oo);
+  sums.compute_at(g.out, oo).reorder_storage(u, g.o, g.t, g.batch).bound_storage(u, vec);
+  sums.vectorize(u);
+  std::vector<VarOrRVar> order{pair, u, g.o, g.t, g.batch, ko};
+  sums.update().reorder(order).atomic().vectorize(pair).vectorize(u).unroll(g.o).unroll(g.t).unroll(g.batch);
+}
+
 inline void quantized_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
                              const knob_values& k, const bucket_scope& in) {
-  quantized_input(ctx, "logits", "d_model", target, in);
-  schedule_gemm(logits_stage(ctx, out), target, k, in);
+  quantized_input(ctx, "logits", "d_model", target);
+  quantized_gemm(logits_stage(ctx, out), target, k, in);
 }
 
 } // namespace halformer::schedules::cpu

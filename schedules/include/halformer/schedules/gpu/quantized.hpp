@@ -2,7 +2,9 @@
 // steps at root, one thread per row (a serial maximum over the features: d_model
 // reads, against the GEMM's d_model x vocab multiply-adds); the int8 values are
 // inlined into the GEMM's loads (one multiply and a rounding per use); the GEMM
-// is gpu/gemm.hpp's on int32 accumulators.
+// is gpu/gemm.hpp's on int32 accumulators. Correct, not yet fast: int8 weights
+// lie in the dot-product layout (input feature innermost), so neighbouring
+// threads along the outputs read a weight row apart (uncoalesced).
 #pragma once
 
 #include "halformer/schedules/gpu/gemm.hpp"
