@@ -193,10 +193,7 @@ private:
   }
   Halide::Expr scalar_of(const lowered& l) const { return l.f(); }
 
-  // The reduction of a contraction: its dimensions (those of both operands that
-  // the result lacks) as an RDom registered under the stage's name, and where
-  // each operand's dims sit on it.
-  // `block`: the innermost reduced dimension runs over whole blocks of that many.
+  // The dimensions a contraction sums over: those of both operands that the result lacks.
   std::vector<std::string> reduced_dims(const lowered& r, const lowered& lhs, const lowered& rhs) const {
     std::vector<std::string> reduced;
     for (const auto& d : lhs.dims)
@@ -205,6 +202,9 @@ private:
         reduced.push_back(d);
     return reduced;
   }
+  // The reduction of a contraction as an RDom registered under the stage's name,
+  // and where each operand's dims sit on it; the innermost reduced dimension runs
+  // over whole blocks of `block`.
   std::map<std::string, Halide::Expr> contraction_domain(const std::string& name, const lowered& r, const lowered& lhs,
                                                          const lowered& rhs, int block = 1) {
     const std::vector<std::string> reduced = reduced_dims(r, lhs, rhs);
