@@ -170,25 +170,20 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
 // y = x . W + bias, contracting x's dim 0 (its features) with W's last dimension.
 // The result is W's leading dimensions followed by x's others, unless `out` reorders
 // them (e.g. a head layout (d_k, t, heads, batch)).
-// The shape rules of y = x . W + bias (float or quantized).
-template <Tensor X, Tensor W, Tensor Bias, class Out> constexpr void check_linear_shapes() {
+template <Tensor X, Tensor W>
+using natural_linear_shape_t = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
+
+template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
   using SX = shape_t<X>;
   using SW = shape_t<W>;
   static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
                 "halformer::dsl::linear: the weight's last (input) dimension must be the input's "
                 "dim 0 (its features)");
-  using Natural = decltype(hana::concat(hana::drop_back(SW{}), hana::drop_front(SX{})));
-  static_assert(is_permutation_v<Out, Natural>,
+  static_assert(is_permutation_v<Out, natural_linear_shape_t<X, W>>,
                 "halformer::dsl::linear: the result must hold exactly the weight's output "
                 "dimensions and the input's non-feature dimensions");
   static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_back(SW{}))>,
                 "halformer::dsl::linear: the bias must have the weight's output dimensions");
-}
-template <Tensor X, Tensor W>
-using natural_linear_shape_t = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
-
-template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
-  check_linear_shapes<X, W, Bias, Out>();
   static_assert(all_float_v<X, W, Bias>,
                 "halformer::dsl::linear: x, the weight and the bias must be float32 (int8 weights: "
                 "quantized_linear)");

@@ -13,7 +13,10 @@
 // bytes), larger batches reuse each widened weight vector `dot_rows` times.
 #pragma once
 
-#include "halformer/schedules/cpu/gemm.hpp"
+#include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/gemm_stages.hpp"
+
+#include <stdexcept>
 
 namespace halformer::schedules::cpu {
 
