@@ -84,7 +84,7 @@ def convert(model_dir, out_dir):
 
 def e2e(a):
     t0 = time.perf_counter()
-    tr = ctranslate2.Translator(a.model, device="cpu", compute_type="float32", inter_threads=1,
+    tr = ctranslate2.Translator(a.model, device="cpu", compute_type=a.compute_type, inter_threads=1,
                                 intra_threads=a.threads)
     load_s = time.perf_counter() - t0
     rows = [[word(i) for i in r] for r in read_sources(a.sources, a.batch)]
@@ -124,6 +124,7 @@ def main():
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--samples", type=int, default=3)
+    p.add_argument("--compute-type", default="float32", choices=["float32", "int8_float32"])
     a = p.parse_args()
     if a.what == "convert":
         convert(a.model, a.arg)

@@ -1,7 +1,8 @@
 // Every halformer kernel, as built into libhalformer_kernels.a (the schedules this
 // machine's build uses), at Transformer-base shapes (d_model 512, 8 heads, d_ff
 // 2048, vocab 32000): prefill S = 128, 512, 2048 (batch 1) and decode steps with
-// batch x beam = 1, 8, 32 (one new token; attention over a 128-position cache).
+// batch x beam = 1, 8, 32 (one new token; attention over a 128-position cache);
+// the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8 weights.
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
 // sgemm on the same GEMMs (row-major, same threads). Inputs are rotated over
 // >= 64 MiB of copies so weights come from memory, as in a model. Prints JSON lines.
@@ -63,6 +64,9 @@ std::vector<kcase> cases() {
     if (s <= 512)
       add("logits", phase, d + ",vocab=" + vocab + rows, true);
     add("softmax", phase, "n=" + S + rows, false);
+    for (const std::string k : {"qkv_projection_int8", "kv_projection_int8", "out_projection_int8"})
+      add(k, phase, heads + rows, true);
+    add("ffn_relu_int8", phase, d + ",d_ff=2048" + rows, true);
   }
   for (int r : {1, 8, 32}) { // one new token per row, attending to a 128-position cache
     const std::string phase = "decode rows=" + std::to_string(r), rows = ",t=1,batch=" + std::to_string(r);
@@ -78,6 +82,10 @@ std::vector<kcase> cases() {
     add("softmax", phase, "n=" + cache + rows, false);
     add("greedy_pick", phase, "vocab=" + vocab + rows, false);
     add("beam_candidates", phase, "vocab=" + vocab + rows, false);
+    for (const std::string k : {"qkv_projection_int8", "q_projection_int8", "out_projection_int8"})
+      add(k, phase, heads + rows, false);
+    add("ffn_relu_int8", phase, d + ",d_ff=2048" + rows, false);
+    add("logits_int8", phase, d + ",vocab=" + vocab + rows, false);
   }
   return v;
 }

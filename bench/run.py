@@ -197,10 +197,12 @@ def main():
     cases = [("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
              ("beam", 32)]
     natural_cases = [("greedy", 8), ("greedy", 32), ("beam", 8)]
+    int8_cases = [("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 8), ("beam", 32)]
     if a.quick:
         cases, natural_cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)], [("greedy", 8)]
+        int8_cases = [("greedy", 1), ("greedy", 8), ("beam", 8)]
     if a.smoke:
-        cases, natural_cases = [("encode", 1), ("greedy", 1), ("beam", 1)], [("beam", 1)]
+        cases, natural_cases, int8_cases = [("encode", 1), ("greedy", 1), ("beam", 1)], [("beam", 1)], [("greedy", 1)]
     samples = "1" if a.smoke else "2" if quick else "3"
     new_tokens = "4" if a.smoke else "64"
     e2e = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, True)
@@ -208,11 +210,16 @@ def main():
     trained, training = trained_model(a)
     natural = [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
                         samples, False) for mode, batch in natural_cases]
+    # int8: halformer's int8 GEMMs against CTranslate2's int8_float32, same models.
+    int8 = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, INT8)
+            for mode, batch in int8_cases]
+    int8 += [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
+                      samples, False, INT8) for mode, batch in natural_cases[:1]]
 
     state["loadavg_after"] = os.getloadavg()
     results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows,
-               "e2e": e2e, "natural": natural, "training": training, "commands": COMMANDS}
-    for r in e2e + natural:
+               "e2e": e2e, "natural": natural, "int8": int8, "training": training, "commands": COMMANDS}
+    for r in e2e + natural + int8:
         for s in r["systems"].values():
             s.pop("first_tokens", None)
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -236,16 +243,23 @@ def trained_model(a):
         return model, json.load(f)
 
 
-def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch):
+FLOAT32 = ("float32", "float32")  # (halformer's compute type, CTranslate2's)
+INT8 = ("int8", "int8_float32")
+
+
+def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch, compute=FLOAT32):
     """One end-to-end case: halformer and CTranslate2 in alternating order (and PyTorch
     once), pooled; whether each system's outputs agree with halformer's."""
     quick = a.quick or a.smoke
-    label = f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
-    res = {"mode": mode, "batch": batch, "label": label, "systems": {}}
+    label = (f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
+             + ("" if compute == FLOAT32 else f", {os.path.basename(model)}"))
+    res = {"mode": mode, "batch": batch, "label": label, "compute": list(compute), "systems": {}}
     ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,
-                "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens]
+                "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens,
+                "--compute-type", compute[0]]
     ct2_cmd = [VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "e2e", ct2_model, sources, "--mode", mode,
-               "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens]
+               "--batch", str(batch), "--threads", threads, "--samples", samples, "--new-tokens", new_tokens,
+               "--compute-type", compute[1]]
     runs = {"halformer": [], "ctranslate2": []}
     for r in range(1 if quick else 2):  # alternating order: A B, then B A
         order = [("halformer", ours_cmd), ("ctranslate2", ct2_cmd)]
@@ -347,7 +361,14 @@ def write_report(a, res, peak, bw):
           f"Its 64 sources have {tr['source_lengths']} tokens, so a batch's outputs end at different steps (at "
           "most 64 tokens): finished sentences leave halformer's batch. Tokens/s counts the tokens generated.", ""]
     L += e2e_table(res["natural"])
+    L += ["", "## End to end, int8", "",
+          "halformer `--compute-type int8` (GEMM weights int8 with a step per output row, activations quantized per "
+          "row, exact int32 sums; LayerNorm, softmax and attention in float32) against CTranslate2 `int8_float32`, "
+          "on the Transformer-base model above and the trained copy model. Same output: sentences whose tokens equal "
+          "halformer int8's.", ""]
+    L += e2e_table(res["int8"])
     L += ["", "## Charts", "", "![end to end](e2e.svg)", "", "![end to end, natural lengths](natural.svg)", "",
+          "![end to end, int8](int8.svg)", "",
           "![kernels](kernels.svg)", "",
           "## Commands", "", "```sh"] + res["commands"] + ["```", ""]
     with open(os.path.join(a.out, "README.md"), "w") as f:
@@ -361,14 +382,15 @@ def write_report(a, res, peak, bw):
                     f"{k.get('vs_openblas', '')}\n")
     with open(os.path.join(a.out, "e2e.csv"), "w") as f:
         f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
-        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"])):
+        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"])):
             for r in rows:
                 for name, x in r["systems"].items():
                     f.write(f"{model},{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},"
                             f"{x['tokens_per_s']},{x['peak_rss_mb']}\n")
     for file, title, rows in (("e2e.svg", "End to end: tokens/s (longer is faster)", res["e2e"]),
                               ("natural.svg", "End to end, natural lengths: tokens/s (longer is faster)",
-                               res["natural"])):
+                               res["natural"]),
+                              ("int8.svg", "End to end, int8: tokens/s (longer is faster)", res["int8"])):
         svg_bars(os.path.join(a.out, file), title,
                  [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
                                 ("halformer", "ctranslate2", "pytorch")}) for r in rows],

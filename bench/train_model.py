@@ -7,7 +7,7 @@ steps. It is small so that two CPU cores teach it in a couple of minutes
 (--seconds); the copy accuracy it reached is written beside the model
 (training.json) and printed. Sources: 64 held-out sentences of 4-24 tokens.
 
-usage: /usr/bin/python3 bench/train_model.py OUT_DIR [--seconds S --threads T]"""
+usage: /usr/bin/python3 bench/train_model.py OUT_DIR [--seconds S | --steps N] [--threads T]"""
 import argparse
 import json
 import math
@@ -55,6 +55,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--seconds", type=float, default=150)
+    p.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: after --seconds); "
+                   "a fixed count trains the same model on any machine")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--alphabet", type=int, default=100, help="tokens the sources use (of the 1000)")
     p.add_argument("--seed", type=int, default=0)
@@ -69,7 +71,7 @@ def main():
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 100))
     loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD)
     start, step, loss = time.time(), 0, float("nan")
-    while time.time() - start < a.seconds:
+    while (step < a.steps) if a.steps else (time.time() - start < a.seconds):
         src, tgt_in, tgt_out, _ = batch_of(g, 64, 4, 24, a.alphabet)
         logits = model(src, tgt_in, PAD)
         l = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))

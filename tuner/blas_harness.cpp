@@ -1,8 +1,14 @@
 // The BLAS baseline of `halformer compare`: the same GEMMs a GEMM-shaped kernel
-// performs (e.g. FFN: x.W1 then h.W2), with OpenBLAS sgemm, measured like the
-// kernels (warm-up, samples of at least --min-ms, inputs rotated over >= 64 MiB).
-//   blas_harness "M,N,K;M,N,K..." [--threads N] [--samples S] [--min-ms M]
+// performs (e.g. FFN: x.W1 then h.W2), with OpenBLAS sgemm, or with --int8
+// oneDNN's int8 GEMM (dnnl_gemm_u8s8s32: u8 activations x s8 weights, exact
+// int32 sums; the baseline of the *_int8 kernels, without their quantization and
+// dequantization), measured like the kernels (warm-up, samples of at least
+// --min-ms, inputs rotated over >= 64 MiB).
+//   blas_harness "M,N,K;M,N,K..." [--int8] [--threads N] [--samples S] [--min-ms M]
 // Prints one JSON object.
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +23,7 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
 void openblas_set_num_threads(int);
 }
 enum { RowMajor = 101, NoTrans = 111 };
+static const int32_t zero_offset = 0;
 
 int main(int argc, char** argv) {
   if (argc < 2)
@@ -34,23 +41,33 @@ int main(int argc, char** argv) {
   }
   int threads = 0, samples = 7;
   double min_ms = 20;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool int8 = false;
+  for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--int8") {
+      int8 = true;
+      continue;
+    }
+    if (i + 1 == argc)
+      return 2;
+    ++i;
     if (a == "--threads")
-      threads = std::stoi(argv[i + 1]);
+      threads = std::stoi(argv[i]);
     else if (a == "--samples")
-      samples = std::stoi(argv[i + 1]);
+      samples = std::stoi(argv[i]);
     else if (a == "--min-ms")
-      min_ms = std::stod(argv[i + 1]);
+      min_ms = std::stod(argv[i]);
   }
   if (threads > 0)
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(threads), omp_set_num_threads(threads);
   std::size_t per_set = 0;
   double flops = 0;
   for (const auto& g : gemms) {
     per_set += std::size_t(g.m) * g.k + std::size_t(g.k) * g.n + std::size_t(g.m) * g.n;
     flops += 2.0 * g.m * g.n * g.k;
   }
+  // One set holds every GEMM's A, B and C as 4-byte words (int8 A and B use a
+  // quarter of theirs, the same rotation either way).
   const std::size_t sets = std::clamp<std::size_t>((64u << 20) / (per_set * 4) + 1, 1, 32);
   std::vector<std::vector<float>> data(sets, std::vector<float>(per_set));
   std::mt19937 rng(1);
@@ -63,7 +80,12 @@ int main(int argc, char** argv) {
     float* p = data[next++ % sets].data();
     for (const auto& g : gemms) {
       float *a = p, *b = a + std::size_t(g.m) * g.k, *c = b + std::size_t(g.k) * g.n;
-      cblas_sgemm(RowMajor, NoTrans, NoTrans, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, c, g.n);
+      if (int8)
+        dnnl_gemm_u8s8s32('N', 'N', 'F', g.m, g.n, g.k, 1.0f, reinterpret_cast<const uint8_t*>(a), g.k, 0,
+                          reinterpret_cast<const int8_t*>(b), g.n, 0, 0.0f, reinterpret_cast<int32_t*>(c), g.n,
+                          &zero_offset);
+      else
+        cblas_sgemm(RowMajor, NoTrans, NoTrans, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, c, g.n);
       p = c + std::size_t(g.m) * g.n;
     }
   };

@@ -132,11 +132,14 @@ struct comparison {
       const std::string gemms = gemms_of(k.name, m.shape);
       if (gemms.empty())
         e.row.note = "not GEMM-shaped";
-      else
+      else {
         e.blas = {t.blas_harness, gemms,
                   "--threads",    parallelism,
                   "--samples",    std::to_string(m.samples),
                   "--min-ms",     std::to_string(m.min_sample_ms)};
+        if (k.name.ends_with("_int8")) // oneDNN's int8 GEMM for the int8 kernels
+          e.blas.push_back("--int8");
+      }
     } else if (s == "opencl" || s == "opencl-tuned") {
       // The GPU schedule of the same kernel on the OpenCL device (here: PoCL on
       // this CPU), measured by the same harness; tuned: the fastest verified
@@ -164,7 +167,8 @@ record run_blas(const std::vector<std::string>& command, double timeout_s) {
   record r;
   try {
     const auto j = nlohmann::json::parse(p.out);
-    r.status = "ok", r.source = "OpenBLAS sgemm " + command[1];
+    const bool int8 = std::find(command.begin(), command.end(), "--int8") != command.end();
+    r.status = "ok", r.source = (int8 ? "oneDNN gemm_u8s8s32 " : "OpenBLAS sgemm ") + command[1];
     r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
     r.gflops = j.at("gflops");
   } catch (const std::exception&) {

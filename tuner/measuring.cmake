@@ -17,7 +17,9 @@ add_custom_target(tuner_harnesses ALL DEPENDS ${harnesses})
 # The BLAS baseline (OpenBLAS sgemm at the kernels' GEMM shapes) for `compare`.
 find_package(BLAS REQUIRED)
 add_executable(blas_harness ${tuner_dir}/blas_harness.cpp)
-target_link_libraries(blas_harness PRIVATE BLAS::BLAS)
+find_library(HALFORMER_DNNL dnnl REQUIRED)
+find_package(OpenMP REQUIRED)
+target_link_libraries(blas_harness PRIVATE BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX)
 
 # Where everything is, for `halformer tune`.
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{

@@ -3,6 +3,7 @@
 #include "database.hpp"
 #include "halformer/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace halformer::tuner {
@@ -54,6 +55,27 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
   std::vector<preset_entry> out;
   for (const auto& [k, s, p] : e)
     out.push_back({k, canonical_shape(s), p});
+  return out;
+}
+
+std::vector<preset_entry> int8_shapes(const std::vector<preset_entry>& float32) {
+  const auto is_gemm = [](const std::string& k) {
+    return k.ends_with("_projection") || k.starts_with("ffn_") || k == "logits";
+  };
+  std::vector<preset_entry> out;
+  for (const auto& e : float32) {
+    if (!is_gemm(e.kernel)) {
+      out.push_back(e);
+      continue;
+    }
+    const std::string name = e.kernel + "_int8";
+    const bool decode = bucket_of(e.shape) == "decode";
+    auto same = std::find_if(out.begin(), out.end(), [&](const preset_entry& o) { return o.kernel == name; });
+    if (same == out.end())
+      out.push_back({name, e.shape, true});
+    else if (decode && bucket_of(same->shape) != "decode")
+      same->shape = e.shape; // the batch's decode step over the prefill
+  }
   return out;
 }
 

@@ -4,6 +4,8 @@
 // shapes the kernel tests run each kernel at.
 #include "halformer/problems.hpp"
 
+#include "int8_problems.hpp"
+
 #include "halformer/dsl/kernels.hpp"
 
 #include <cmath>
@@ -31,33 +33,6 @@ problem logits(shape_args& s) {
   };
   p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + D * T * B + V * T * B);
   p.gemms = {{T * B, V, D}};
-  return p;
-}
-
-// int8 weights (d_model, vocab) with one step per entry, as the loader quantizes
-// them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
-problem logits_int8(shape_args& s) {
-  problem p;
-  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
-  p.make = [=] {
-    fb steps = random({V}, 0.25f);
-    steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(D))); });
-    call_set c{{random({D, T, B}, 1), steps, random({V}, 0.1f), fb(V, T, B)}};
-    c.i8.push_back(random_int8_weight({D, V}, 1));
-    return c;
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = ref::to_ref(c.i8[0]), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
-    for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[3], ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
-  };
-  p.flops = 2.0 * V * D * T * B, p.bytes = V * D + 4.0 * (2 * V + D * T * B + V * T * B);
-  p.gemms = {{T * B, V, D}};
-  // The int8 values and their int32 sums are exact; the dequantization is two
-  // float32 products and a float32 sum (a few ulp, < 1e-6), while one integer step
-  // off errs by > 1e-5 of the rms at the test shapes (d_model <= 257).
-  p.tolerance = 1e-6;
   return p;
 }
 
@@ -279,7 +254,13 @@ problem embedding(shape_args& s) {
 const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
   static const std::map<std::string, std::function<problem(shape_args&)>> all{
       {"logits", logits},
-      {"logits_int8", logits_int8},
+      {"logits_int8", int8::logits},
+      {"qkv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "qkv"); }},
+      {"kv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "kv"); }},
+      {"q_projection_int8", [](shape_args& a) { return int8::head_projection(a, "q"); }},
+      {"out_projection_int8", int8::out_projection},
+      {"ffn_relu_int8", [](shape_args& a) { return int8::ffn(a, false); }},
+      {"ffn_gelu_int8", [](shape_args& a) { return int8::ffn(a, true); }},
       {"ffn_relu", [](shape_args& a) { return ffn(a, false); }},
       {"ffn_gelu", [](shape_args& a) { return ffn(a, true); }},
       {"qkv_projection", [](shape_args& a) { return head_projection(a, "qkv"); }},
@@ -352,11 +333,21 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1"}}};
-  static const std::map<std::string, std::string> family{{"logits_int8", "logits"},   {"ffn_relu", "ffn"},
-                                                         {"ffn_gelu", "ffn"},         {"qkv_projection", "heads"},
-                                                         {"kv_projection", "heads"},  {"q_projection", "heads"},
-                                                         {"out_projection", "heads"}, {"add_layernorm", "layernorm"},
-                                                         {"log_softmax", "softmax"}};
+  static const std::map<std::string, std::string> family{{"logits_int8", "logits"},
+                                                         {"ffn_relu", "ffn"},
+                                                         {"ffn_gelu", "ffn"},
+                                                         {"qkv_projection", "heads"},
+                                                         {"kv_projection", "heads"},
+                                                         {"q_projection", "heads"},
+                                                         {"out_projection", "heads"},
+                                                         {"add_layernorm", "layernorm"},
+                                                         {"log_softmax", "softmax"},
+                                                         {"qkv_projection_int8", "heads"},
+                                                         {"kv_projection_int8", "heads"},
+                                                         {"q_projection_int8", "heads"},
+                                                         {"out_projection_int8", "heads"},
+                                                         {"ffn_relu_int8", "ffn"},
+                                                         {"ffn_gelu_int8", "ffn"}};
   const auto f = family.find(kernel);
   const auto it = shapes.find(f != family.end() ? f->second : kernel);
   return it != shapes.end() ? it->second : none;

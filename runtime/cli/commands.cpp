@@ -74,13 +74,16 @@ std::string resolve_isa(const std::string& asked) {
 // The (kernel, shape) pairs a tune request names: a preset, a model directory's
 // shapes, or one kernel at one shape.
 std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape, const tuner::catalog& cat) {
+  const auto typed = [&](std::vector<tuner::preset_entry> jobs) {
+    return r.compute_type == "int8" ? tuner::int8_shapes(jobs) : jobs;
+  };
   if (!r.preset.empty())
-    return tuner::preset(r.preset);
+    return typed(tuner::preset(r.preset));
   if (!r.model_dir.empty()) {
     std::vector<std::string> warnings;
     const auto c = model_config::load(r.model_dir + "/config.json", &warnings);
-    return tuner::model_shapes({c.d_model, c.nhead, c.dim_feedforward, c.src_vocab, c.tgt_vocab, c.activation},
-                               r.prefill_tokens, r.batch);
+    return typed(tuner::model_shapes({c.d_model, c.nhead, c.dim_feedforward, c.src_vocab, c.tgt_vocab, c.activation},
+                                     r.prefill_tokens, r.batch));
   }
   if (r.kernel.empty() || shape.empty())
     throw error("tune needs --kernel and --shape, --preset, or --model");
@@ -148,7 +151,7 @@ int tune(const tune_request& r, tuner::tune_options o) {
 }
 
 int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
-            const std::string& preset_name) {
+            const std::string& preset_name, const std::string& compute_type) {
   const std::string share = build_info::share_dir;
   const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
   const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
@@ -161,10 +164,11 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
       o.schedules.push_back(s);
   }
   std::vector<std::pair<std::string, std::string>> jobs;
-  if (all)
-    for (const auto& e : tuner::preset(preset_name))
+  if (all) {
+    const auto entries = tuner::preset(preset_name);
+    for (const auto& e : compute_type == "int8" ? tuner::int8_shapes(entries) : entries)
       jobs.emplace_back(e.kernel, e.shape);
-  else if (o.kernel.empty() || o.shape.empty())
+  } else if (o.kernel.empty() || o.shape.empty())
     throw error("compare needs --kernel and --shape, or --all");
   else
     jobs.emplace_back(o.kernel, tuner::canonical_shape(o.shape));
@@ -256,6 +260,10 @@ void print_info(const std::string& dir, const load_options& lo) {
     fmt::print("model {}: d_model {}, {} heads, d_ff {}, {}+{} layers, vocab {}/{}, {}, {}\n", dir, c.d_model, c.nhead,
                c.dim_feedforward, c.num_encoder_layers, c.num_decoder_layers, c.src_vocab, c.tgt_vocab,
                c.norm_first ? "pre-LN" : "post-LN", c.activation);
+    fmt::print("compute type {} on {}: {:.1f} MB of resident weights; kernels and their inputs' types:\n",
+               m.compute_type(), m.device(), m.weight_bytes() / 1e6);
+    for (const auto& k : m.kernels())
+      fmt::print("  {}\n", k);
   }
 }
 

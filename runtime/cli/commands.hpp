@@ -20,10 +20,11 @@ struct tune_request {
   std::string budget = "5m", db_dir;     // budget: per kernel/shape pair
   std::string total_budget;              // else: the whole run's, shared evenly by the pairs
   std::string knob_file; // where to write the knob file (default: this hardware's in schedules/knobs/tuned)
+  std::string compute_type = "float32"; // a preset's or model's GEMMs: float32 or int8 (their *_int8 kernels)
 };
 int tune(const tune_request& r, tuner::tune_options o);
 int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
-            const std::string& preset_name);
+            const std::string& preset_name, const std::string& compute_type = "float32");
 // The ISA, devices, every kernel's schedule and knob values, Halide's version,
 // and the model's shape when `dir` names one.
 void print_info(const std::string& dir, const load_options& lo);

@@ -156,7 +156,7 @@ struct options {
   tuner::build_lib_options bo;
   std::string lib_targets = "x86", lib_kernels, lib_emit;
   tuner::compare_options co;
-  std::string cmp_schedules, cmp_out = "compare-results", cmp_preset;
+  std::string cmp_schedules, cmp_out = "compare-results", cmp_preset, cmp_compute = "float32";
   bool cmp_all = false;
 };
 
@@ -177,6 +177,10 @@ CLI::App* add_run(CLI::App& app, options& p) {
   run_cmd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
   run_cmd->add_option("--device", lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
+  run_cmd
+      ->add_option("--compute-type", lo.compute_type,
+                   "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
+      ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
   run_cmd->add_flag("--profile", p.profile, "print each kernel's time per phase and the host's work to stderr");
 
   return run_cmd;
@@ -193,6 +197,9 @@ CLI::App* add_forward(CLI::App& app, options& p) {
   fwd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
   fwd->add_option("--device", lo.device, "cpu, cuda, opencl or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
+  fwd->add_option("--compute-type", lo.compute_type,
+                  "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
+      ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
 
   return fwd;
 }
@@ -213,6 +220,8 @@ CLI::App* add_tune(CLI::App& app, options& p) {
       ->check(CLI::ExistingDirectory);
   tune_cmd->add_option("--prefill-tokens", tr.prefill_tokens, "a model's prefill length (and decode keys)")
       ->check(CLI::Range(2, 1 << 16));
+  tune_cmd->add_option("--compute-type", tr.compute_type, "a preset's or model's GEMMs: float32, or int8 (*_int8)")
+      ->check(CLI::IsMember({"float32", "int8"}));
   tune_cmd->add_option("--batch", tr.batch, "a model's batch (decode is also tuned at batch 1)")
       ->check(CLI::Range(2, 1 << 16));
   tune_cmd->add_option("--knob-file", tr.knob_file,
@@ -280,6 +289,8 @@ CLI::App* add_compare(CLI::App& app, options& p) {
                       "opencl: the GPU schedule on the OpenCL device)");
   cmp_cmd->add_flag("--all", cmp_all, "every kernel at the preset's shapes, then a summary")->excludes(cmp_kernel);
   cmp_cmd->add_option("--preset", cmp_preset, "shapes for --all (default transformer-base)");
+  cmp_cmd->add_option("--compute-type", p.cmp_compute, "--all's GEMMs: float32, or int8 (*_int8 kernels)")
+      ->check(CLI::IsMember({"float32", "int8"}));
   cmp_cmd->add_option("--db", co.db_dir, "schedule database (tuned rows)");
   cmp_cmd->add_option("--out", cmp_out, "directory for CSV, JSON and SVG reports");
   cmp_cmd->add_option("--isa", co.measure.isa, "avx512, avx2 or sse41");
@@ -325,6 +336,8 @@ int main(int argc, char** argv) {
   auto* cmp_cmd = add_compare(app, p);
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
   info->add_option("--model", p.dir, "also describe this model");
+  info->add_option("--compute-type", p.lo.compute_type, "describe the model's kernels in this compute type")
+      ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -340,7 +353,7 @@ int main(int argc, char** argv) {
       return tune(p.tr, p.to);
     if (*cmp_cmd)
       return compare(p.co, p.cmp_schedules, p.cmp_out, p.cmp_all,
-                     p.cmp_preset.empty() ? "transformer-base" : p.cmp_preset);
+                     p.cmp_preset.empty() ? "transformer-base" : p.cmp_preset, p.cmp_compute);
     if (*lib_cmd)
       return build_lib(p);
     if (*info)

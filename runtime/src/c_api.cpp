@@ -10,7 +10,7 @@
 
 struct halformer_model {
   halformer::Model model;
-  std::string device;
+  std::string device, compute_type;
 };
 
 namespace {
@@ -41,18 +41,27 @@ int halformer_model_load(const char* dir, int threads, halformer_model** out) {
 }
 
 int halformer_model_load_on(const char* dir, int threads, const char* device, halformer_model** out) {
+  return halformer_model_load_with(dir, threads, device, nullptr, out);
+}
+
+int halformer_model_load_with(const char* dir, int threads, const char* device, const char* compute_type,
+                              halformer_model** out) {
   return guarded([&] {
-    require(dir && out && device, "halformer_model_load_on: dir, device and out must not be NULL");
+    require(dir && out && device, "halformer_model_load: dir, device and out must not be NULL");
     halformer::load_options o;
     o.threads = threads;
     o.device = device;
-    auto* m = new halformer_model{halformer::Model::load(dir, o)};
-    m->device = m->model.device();
+    o.compute_type = compute_type ? compute_type : "float32";
+    auto* m = new halformer_model{halformer::Model::load(dir, o), "", ""};
+    m->device = m->model.device(), m->compute_type = m->model.compute_type();
     *out = m;
   });
 }
 
 const char* halformer_model_device(const halformer_model* model) { return model ? model->device.c_str() : ""; }
+const char* halformer_model_compute_type(const halformer_model* model) {
+  return model ? model->compute_type.c_str() : "";
+}
 
 void halformer_model_free(halformer_model* model) { delete model; }
 

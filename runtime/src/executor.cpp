@@ -44,19 +44,16 @@ void executor::upload_weights(model_weights& w, device d) {
   const halide_device_interface_t* iface = interface_of(d);
   if (!iface)
     return;
-  auto up = [&](fbuffer& b) {
-    if (b.data() == nullptr)
-      return; // absent (e.g. no final norm)
-    b.set_host_dirty();
-    require_ok(b.copy_to_device(iface), "uploading the weights", d);
+  const auto up = [&](layer_tensors& tensors) {
+    for (auto& [name, b] : tensors) {
+      b.set_host_dirty();
+      require_ok(b.copy_to_device(iface), "uploading the weights", d);
+    }
   };
-  for (fbuffer* b : {&w.src_embed, &w.tgt_embed, &w.encoder_norm_w, &w.encoder_norm_b, &w.decoder_norm_w,
-                     &w.decoder_norm_b, &w.generator_w, &w.generator_b})
-    up(*b);
+  up(w.top);
   for (auto* layers : {&w.encoder, &w.decoder})
     for (auto& layer : *layers)
-      for (auto& [name, b] : layer)
-        up(b);
+      up(layer);
 }
 
 template <class B> void executor::upload(B& b) const {
@@ -138,8 +135,6 @@ void executor::reserve(const capacity& c) {
 }
 
 fbuffer executor::view(const operand& o, bool grouped) const {
-  if (o.kind == role::weight)
-    return *o.weight;
   if (o.kind == role::cache) {
     // (d_k, position, heads, batch): a head's keys are contiguous, so a decode
     // step's attention streams them; a step writes positions pos .. pos + t - 1
@@ -213,6 +208,8 @@ void executor::run(const plan& p, phase ph) {
                   : o.kind == role::kv_rows ? kv_rows_view(o)
                                             : o.integers->cropped(1, 0, rows_);
         args[i] = ints[i].raw_buffer();
+      } else if (o.weight) { // a kernel does not write its inputs
+        args[i] = const_cast<weight_buffer*>(o.weight)->raw_buffer();
       } else if (dsl::layers::is_scalar(o.kind)) {
         scalars[i] = scalar(o);
         args[i] = &scalars[i];
@@ -230,7 +227,7 @@ void executor::run(const plan& p, phase ph) {
       for (std::size_t i = 0; i < s.args.size(); ++i)
         if (s.args[i].kind == role::picked)
           ints[i].set_device_dirty(false); // the executor knows it is on the device
-        else if (!s.args[i].integers && !dsl::layers::is_scalar(s.args[i].kind))
+        else if (!s.args[i].integers && !s.args[i].weight && !dsl::layers::is_scalar(s.args[i].kind))
           written(bufs[i]);
     check(rc, s.call.name().c_str());
     for (std::size_t i = 0; i < s.args.size(); ++i)

@@ -45,7 +45,7 @@ struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;
   std::vector<dsl::layers::flat_step> encoder_input, encoder_output, decoder_input, decoder_output;
   std::vector<dsl::layers::flat_step> candidates, pick;
-  static layer_descriptions of(const model_config& config);
+  static layer_descriptions of(const model_config& config, gemm_weights gemms = gemm_weights::float32);
 };
 
 class executor {
@@ -129,7 +129,7 @@ private:
     role kind;
     bool is_output = false;
     halide_type_t type; // element type (scalars: the value's type)
-    const fbuffer* weight = nullptr;
+    const weight_buffer* weight = nullptr;
     fbuffer* act = nullptr;      // activation, cache or per-source tensor
     ibuffer* integers = nullptr; // lengths, the call's tokens or the picked ids
     double value = 0;            // role::constant
@@ -180,7 +180,6 @@ private:
   const model_config& config_;
   const model_weights& weights_;
   const device device_;
-  layer_tensors top_weights_;              // embeddings, final norms, generator: shared with weights_
   const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source

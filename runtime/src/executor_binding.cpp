@@ -9,29 +9,36 @@ namespace halformer {
 
 namespace layers = dsl::layers;
 
-layer_descriptions layer_descriptions::of(const model_config& c) {
+namespace {
+// The layers of a configuration whose GEMMs run in `gemms` (a layers::gemm_c tag).
+template <class G> layer_descriptions described(const model_config& c, G gemms) {
   using dsl::hana::false_c, dsl::hana::true_c;
   layer_descriptions d;
   if (c.norm_first) {
-    d.encoder = layers::flatten(layers::encoder_layer(true_c, c.activation));
-    d.decoder = layers::flatten(layers::decoder_layer(true_c, c.activation));
+    d.encoder = layers::flatten(layers::encoder_layer(true_c, c.activation, gemms));
+    d.decoder = layers::flatten(layers::decoder_layer(true_c, c.activation, gemms));
   } else {
-    d.encoder = layers::flatten(layers::encoder_layer(false_c, c.activation));
-    d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation));
+    d.encoder = layers::flatten(layers::encoder_layer(false_c, c.activation, gemms));
+    d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation, gemms));
   }
   d.encoder_input = layers::flatten(layers::encoder_input());
   if (c.final_norm) // without one the executor copies the last layer's "x" to the memory
     d.encoder_output = layers::flatten(layers::encoder_output());
   d.decoder_input = layers::flatten(layers::decoder_input());
-  d.decoder_output =
-      c.final_norm ? layers::flatten(layers::decoder_output(true_c)) : layers::flatten(layers::decoder_output(false_c));
+  d.decoder_output = c.final_norm ? layers::flatten(layers::decoder_output(true_c, gemms))
+                                  : layers::flatten(layers::decoder_output(false_c, gemms));
   d.candidates = layers::flatten(layers::beam_choice());
   d.pick = layers::flatten(layers::greedy_choice());
   return d;
 }
+} // namespace
+
+layer_descriptions layer_descriptions::of(const model_config& c, gemm_weights gemms) {
+  return gemms == gemm_weights::int8 ? described(c, layers::int8_gemms) : described(c, layers::float32_gemms);
+}
 
 executor::executor(const model_config& c, const model_weights& w, device d)
-    : executor(c, w, d, layer_descriptions::of(c)) {}
+    : executor(c, w, d, layer_descriptions::of(c, w.gemms)) {}
 
 executor::executor(const model_config& c, const model_weights& w, device d, const layer_descriptions& layers)
     : config_(c), weights_(w), device_(d), iface_(interface_of(d)) {
@@ -53,22 +60,13 @@ executor::executor(const model_config& c, const model_weights& w, device d, cons
 
 // The model's top binds like a layer, its weights named as model_weights holds them.
 void executor::bind_top(const layer_descriptions& layers) {
-  const model_weights& w = weights_;
-  top_weights_ = {{"src_embed", w.src_embed},
-                  {"tgt_embed", w.tgt_embed},
-                  {"generator.weight", w.generator_w},
-                  {"generator.bias", w.generator_b}};
-  if (config_.final_norm)
-    top_weights_.insert({{"encoder_norm.weight", w.encoder_norm_w},
-                         {"encoder_norm.bias", w.encoder_norm_b},
-                         {"decoder_norm.weight", w.decoder_norm_w},
-                         {"decoder_norm.bias", w.decoder_norm_b}});
-  encoder_input_ = bind(layers.encoder_input, top_weights_, "encoder input", false);
-  encoder_output_ = bind(layers.encoder_output, top_weights_, "encoder output", false);
-  decoder_input_ = bind(layers.decoder_input, top_weights_, "decoder input", true);
-  decoder_output_ = bind(layers.decoder_output, top_weights_, "decoder output", true);
-  candidates_ = bind(layers.candidates, top_weights_, "beam candidates", true);
-  pick_ = bind(layers.pick, top_weights_, "greedy pick", true);
+  const layer_tensors& top = weights_.top;
+  encoder_input_ = bind(layers.encoder_input, top, "encoder input", false);
+  encoder_output_ = bind(layers.encoder_output, top, "encoder output", false);
+  decoder_input_ = bind(layers.decoder_input, top, "decoder input", true);
+  decoder_output_ = bind(layers.decoder_output, top, "decoder output", true);
+  candidates_ = bind(layers.candidates, top, "beam candidates", true);
+  pick_ = bind(layers.pick, top, "greedy pick", true);
   const auto handed_over = [&](const std::string& key) {
     auto a = acts_.find(key);
     if (a == acts_.end())
@@ -91,6 +89,14 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
   }
   return it->second;
 }
+
+namespace {
+std::string type_name(halide_type_t t) {
+  return t.code == halide_type_float ? "float" + std::to_string(t.bits)
+         : t.code == halide_type_int ? "int" + std::to_string(t.bits)
+                                     : "uint" + std::to_string(t.bits);
+}
+} // namespace
 
 executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const layer_tensors& weights,
                               const std::string& scope, bool decoder) {
@@ -132,6 +138,9 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     auto w = weights.find(o.actual);
     if (w == weights.end())
       throw error("the model has no weight '" + o.actual + "' in " + scope);
+    if (w->second.type() != op.type)
+      throw error("weight '" + o.actual + "' in " + scope + " holds " + type_name(w->second.type()) +
+                  " values, the kernel takes " + type_name(op.type));
     op.weight = &w->second;
     return op;
   }

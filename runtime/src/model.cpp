@@ -31,6 +31,22 @@ namespace {
 // "cpu", "cuda", "opencl" or "auto" -> a usable device. A named GPU that is not
 // usable is an error; "auto" takes CUDA, else an OpenCL GPU, else the CPU, and
 // says why in the warnings.
+// "float32", "int8", "bfloat16" or "auto" on device `d` -> the GEMMs' weight type.
+gemm_weights select_compute_type(const std::string& name, device d) {
+  if (name == "float32")
+    return gemm_weights::float32;
+  if (name == "int8")
+    return gemm_weights::int8;
+  if (name == "auto")
+    return d == device::cpu ? gemm_weights::int8 : gemm_weights::float32;
+  if (name == "bfloat16") {
+    if (d == device::cpu && !__builtin_cpu_supports("avx512bf16"))
+      throw error("compute type bfloat16 needs AVX-512 BF16 (vdpbf16ps), which this CPU lacks; use float32 or int8");
+    throw error("compute type bfloat16: this build has no bfloat16 kernels yet; use float32 or int8");
+  }
+  throw error("unknown compute type '" + name + "' (expected float32, int8, bfloat16 or auto)");
+}
+
 device select_device(const std::string& name, std::vector<std::string>& warnings) {
   if (name == "cpu")
     return device::cpu;
@@ -70,6 +86,25 @@ Model::~Model() = default;
 const model_config& Model::config() const { return impl_->config; }
 const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
 std::string Model::device() const { return device_name(impl_->device); }
+std::string Model::compute_type() const { return impl_->weights.gemms == gemm_weights::int8 ? "int8" : "float32"; }
+std::size_t Model::weight_bytes() const { return impl_->weights.bytes(); }
+
+std::vector<std::string> Model::kernels() const {
+  const layer_descriptions d = layer_descriptions::of(impl_->config, impl_->weights.gemms);
+  std::vector<std::string> lines, seen;
+  for (const auto* phase : {&d.encoder_input, &d.encoder, &d.encoder_output, &d.decoder_input, &d.decoder,
+                            &d.decoder_output, &d.pick, &d.candidates})
+    for (const auto& step : *phase) {
+      if (std::find(seen.begin(), seen.end(), step.function) != seen.end())
+        continue;
+      seen.push_back(step.function);
+      std::string line = step.function + ":";
+      for (const auto& a : dsl::kernels::interface_of(step.function).inputs)
+        line += " " + a.name + " " + dsl::dtype_name(a.type);
+      lines.push_back(line);
+    }
+  return lines;
+}
 
 Model Model::load(const std::string& dir, const load_options& options) {
   if (halformer_kernels_init() != 0)
@@ -86,9 +121,10 @@ Model Model::load(const std::string& dir, const load_options& options) {
   auto p = std::make_unique<impl>();
   p->options = options;
   p->config = model_config::load(dir + "/config.json", &p->warnings);
-  safetensors_file file(dir + "/model.safetensors");
-  p->weights = model_weights::load(file, p->config);
   p->device = select_device(options.device, p->warnings);
+  const gemm_weights gemms = select_compute_type(options.compute_type, p->device);
+  safetensors_file file(dir + "/model.safetensors");
+  p->weights = model_weights::load(file, p->config, gemms);
   executor::upload_weights(p->weights, p->device);
   p->exec = std::make_unique<executor>(p->config, p->weights, p->device);
   return Model(std::move(p));

@@ -2,79 +2,135 @@
 
 #include "halformer/weight_layout.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace halformer {
 
-namespace {
-using shape = std::vector<std::int64_t>;
+quantized_rows quantize_rows(const std::vector<float>& w, int out, int in) {
+  quantized_rows q;
+  q.values.resize(w.size());
+  q.steps.resize(std::size_t(out));
+  for (int o = 0; o < out; ++o) {
+    const float* row = w.data() + std::size_t(o) * in;
+    float amax = 0;
+    for (int i = 0; i < in; ++i)
+      amax = std::max(amax, std::abs(row[i]));
+    const float step = amax / 127.0f, inverse = step > 0 ? 1.0f / step : 0.0f;
+    q.steps[std::size_t(o)] = step;
+    for (int i = 0; i < in; ++i)
+      q.values[std::size_t(o) * in + i] = int8_t(std::clamp(std::nearbyint(row[i] * inverse), -127.0f, 127.0f));
+  }
+  return q;
+}
 
-// PyTorch [out][in] (row-major) -> Halide (out, in), out innermost.
-fbuffer linear_weight(const safetensors_file& f, const std::string& name, int out, int in) {
-  const auto w = f.read_f32(name, {out, in});
-  fbuffer b = gemm_weight({out, in}, 1);
-  for (int i = 0; i < in; ++i)
-    for (int o = 0; o < out; ++o)
-      b(o, i) = w[std::size_t(o) * in + i];
+std::size_t model_weights::bytes() const {
+  std::size_t n = 0;
+  const auto add = [&](const layer_tensors& t) {
+    for (const auto& [name, b] : t)
+      n += b.number_of_elements() * b.type().bytes();
+  };
+  add(top);
+  for (const auto* layers : {&encoder, &decoder})
+    for (const auto& l : *layers)
+      add(l);
+  return n;
+}
+
+namespace {
+// A GEMM weight in a kernel's layout from PyTorch's [out][in] rows: `dims` are the
+// layout's extents, the dims marked in `is_input` index the input feature and the
+// others the output (each flattened, its first dim fastest).
+template <class T>
+Halide::Runtime::Buffer<T> gemm_layout(const T* rows, std::vector<int> dims, const std::vector<bool>& is_input,
+                                       int row_dims) {
+  Halide::Runtime::Buffer<T> b = gemm_weight<T>(dims, row_dims);
+  int in = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    in *= is_input[d] ? dims[d] : 1;
+  b.for_each_element([&](const int* pos) {
+    std::size_t o = 0, i = 0, o_scale = 1, i_scale = 1;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      std::size_t& index = is_input[d] ? i : o;
+      std::size_t& scale = is_input[d] ? i_scale : o_scale;
+      index += std::size_t(pos[d]) * scale, scale *= std::size_t(dims[d]);
+    }
+    b(pos) = rows[o * std::size_t(in) + i];
+  });
   return b;
+}
+
+// A GEMM weight of the model's type under `name` (and "<name>.step" for int8).
+// float32: `float_dims` (output dims first); int8: `int8_dims` (input dims first,
+// `int8_inputs` of them). `out` x `in` PyTorch rows.
+struct gemm_shape {
+  std::vector<int> float_dims;
+  int float_outputs; // leading dims of float_dims that index the output
+  std::vector<int> int8_dims;
+  int int8_inputs; // leading dims of int8_dims that index the input
+};
+void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
+                     const std::string& name) {
+  if (type == gemm_weights::float32) {
+    std::vector<bool> is_input(s.float_dims.size(), true);
+    std::fill_n(is_input.begin(), s.float_outputs, false);
+    into[name] = gemm_layout(w.data(), s.float_dims, is_input, s.float_outputs);
+    return;
+  }
+  std::vector<bool> is_input(s.int8_dims.size(), false);
+  std::fill_n(is_input.begin(), s.int8_inputs, true);
+  int in = 1;
+  for (int d = 0; d < s.int8_inputs; ++d)
+    in *= s.int8_dims[std::size_t(d)];
+  const int out = int(w.size() / std::size_t(in));
+  const quantized_rows q = quantize_rows(w, out, in);
+  into[name] = gemm_layout(q.values.data(), s.int8_dims, is_input, s.int8_inputs);
+  fbuffer steps(std::vector<int>(s.int8_dims.begin() + s.int8_inputs, s.int8_dims.end()));
+  std::copy(q.steps.begin(), q.steps.end(), steps.data());
+  into[name + ".step"] = steps;
 }
 
 fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
   const auto v = f.read_f32(name, {n});
   fbuffer b(n);
-  for (int i = 0; i < n; ++i)
-    b(i) = v[i];
-  return b;
-}
-
-// Rows [block * d, (block + 1) * d) of in_proj_weight as (d_k, heads, d_model).
-fbuffer head_weight(const std::vector<float>& in_proj, int block, const model_config& c) {
-  const int d = c.d_model, dk = c.d_k();
-  fbuffer b = gemm_weight({dk, c.nhead, d}, 2);
-  for (int i = 0; i < d; ++i)
-    for (int h = 0; h < c.nhead; ++h)
-      for (int j = 0; j < dk; ++j)
-        b(j, h, i) = in_proj[std::size_t(block * d + h * dk + j) * d + i];
-  return b;
-}
-fbuffer head_bias(const std::vector<float>& in_bias, int block, const model_config& c) {
-  fbuffer b(c.d_k(), c.nhead);
-  for (int h = 0; h < c.nhead; ++h)
-    for (int j = 0; j < c.d_k(); ++j)
-      b(j, h) = in_bias[std::size_t(block * c.d_model + h * c.d_k() + j)];
+  std::copy(v.begin(), v.end(), b.data());
   return b;
 }
 
 // nn.MultiheadAttention `prefix` (e.g. "...layers.0.self_attn") as "<as>.w_q" etc.
 void attention_weights(const safetensors_file& f, const std::string& prefix, const std::string& as,
-                       const model_config& c, layer_tensors& out) {
-  const int d = c.d_model;
+                       const model_config& c, gemm_weights type, layer_tensors& out) {
+  const int d = c.d_model, dk = c.d_k(), H = c.nhead;
   const auto w = f.read_f32(prefix + ".in_proj_weight", {3 * d, d});
   const auto b = f.read_f32(prefix + ".in_proj_bias", {3 * d});
   const char* names[] = {"q", "k", "v"};
   for (int block = 0; block < 3; ++block) {
-    out[as + ".w_" + names[block]] = head_weight(w, block, c);
-    out[as + ".b_" + names[block]] = head_bias(b, block, c);
+    const std::vector<float> rows(w.begin() + std::ptrdiff_t(block) * d * d,
+                                  w.begin() + std::ptrdiff_t(block + 1) * d * d);
+    add_gemm_weight(rows, {{dk, H, d}, 2, {d, dk, H}, 1}, type, out, as + ".w_" + names[block]);
+    fbuffer bias(dk, H); // output h * d_k + j
+    std::copy(b.begin() + std::ptrdiff_t(block) * d, b.begin() + std::ptrdiff_t(block + 1) * d, bias.data());
+    out[as + ".b_" + names[block]] = bias;
   }
-  // out_proj: (d_model, d_k, heads) with input feature h * d_k + j.
-  const auto wo = f.read_f32(prefix + ".out_proj.weight", {d, d});
-  fbuffer o = gemm_weight({d, c.d_k(), c.nhead}, 1);
-  for (int h = 0; h < c.nhead; ++h)
-    for (int j = 0; j < c.d_k(); ++j)
-      for (int r = 0; r < d; ++r)
-        o(r, j, h) = wo[std::size_t(r) * d + h * c.d_k() + j];
-  out[as + ".w_o"] = o;
+  // out_proj: input feature h * d_k + j.
+  add_gemm_weight(f.read_f32(prefix + ".out_proj.weight", {d, d}), {{d, dk, H}, 1, {dk, H, d}, 2}, type, out,
+                  as + ".w_o");
   out[as + ".b_o"] = vector_of(f, prefix + ".out_proj.bias", d);
 }
 
 void ffn_and_norms(const safetensors_file& f, const std::string& prefix, const model_config& c, int norms,
-                   layer_tensors& out) {
-  out["linear1.weight"] = linear_weight(f, prefix + "linear1.weight", c.dim_feedforward, c.d_model);
-  out["linear1.bias"] = vector_of(f, prefix + "linear1.bias", c.dim_feedforward);
-  out["linear2.weight"] = linear_weight(f, prefix + "linear2.weight", c.d_model, c.dim_feedforward);
-  out["linear2.bias"] = vector_of(f, prefix + "linear2.bias", c.d_model);
+                   gemm_weights type, layer_tensors& out) {
+  const int d = c.d_model, ff = c.dim_feedforward;
+  add_gemm_weight(f.read_f32(prefix + "linear1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1}, type, out,
+                  "linear1.weight");
+  out["linear1.bias"] = vector_of(f, prefix + "linear1.bias", ff);
+  add_gemm_weight(f.read_f32(prefix + "linear2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1}, type, out,
+                  "linear2.weight");
+  out["linear2.bias"] = vector_of(f, prefix + "linear2.bias", d);
   for (int n = 1; n <= norms; ++n) {
     const std::string norm = "norm" + std::to_string(n);
-    out[norm + ".weight"] = vector_of(f, prefix + norm + ".weight", c.d_model);
-    out[norm + ".bias"] = vector_of(f, prefix + norm + ".bias", c.d_model);
+    out[norm + ".weight"] = vector_of(f, prefix + norm + ".weight", d);
+    out[norm + ".bias"] = vector_of(f, prefix + norm + ".bias", d);
   }
 }
 
@@ -87,33 +143,33 @@ fbuffer embedding_table(const safetensors_file& f, const std::string& name, int 
 }
 } // namespace
 
-model_weights model_weights::load(const safetensors_file& f, const model_config& c) {
+model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type) {
   model_weights w;
-  w.src_embed = embedding_table(f, "src_embed.weight", c.src_vocab, c.d_model);
-  w.tgt_embed = embedding_table(f, "tgt_embed.weight", c.tgt_vocab, c.d_model);
+  w.gemms = type;
+  w.top["src_embed"] = embedding_table(f, "src_embed.weight", c.src_vocab, c.d_model);
+  w.top["tgt_embed"] = embedding_table(f, "tgt_embed.weight", c.tgt_vocab, c.d_model);
   for (int l = 0; l < c.num_encoder_layers; ++l) {
     const std::string p = "transformer.encoder.layers." + std::to_string(l) + ".";
     layer_tensors t;
-    attention_weights(f, p + "self_attn", "self_attn", c, t);
-    ffn_and_norms(f, p, c, 2, t);
+    attention_weights(f, p + "self_attn", "self_attn", c, type, t);
+    ffn_and_norms(f, p, c, 2, type, t);
     w.encoder.push_back(std::move(t));
   }
   for (int l = 0; l < c.num_decoder_layers; ++l) {
     const std::string p = "transformer.decoder.layers." + std::to_string(l) + ".";
     layer_tensors t;
-    attention_weights(f, p + "self_attn", "self_attn", c, t);
-    attention_weights(f, p + "multihead_attn", "multihead_attn", c, t);
-    ffn_and_norms(f, p, c, 3, t);
+    attention_weights(f, p + "self_attn", "self_attn", c, type, t);
+    attention_weights(f, p + "multihead_attn", "multihead_attn", c, type, t);
+    ffn_and_norms(f, p, c, 3, type, t);
     w.decoder.push_back(std::move(t));
   }
-  if (c.final_norm) {
-    w.encoder_norm_w = vector_of(f, "transformer.encoder.norm.weight", c.d_model);
-    w.encoder_norm_b = vector_of(f, "transformer.encoder.norm.bias", c.d_model);
-    w.decoder_norm_w = vector_of(f, "transformer.decoder.norm.weight", c.d_model);
-    w.decoder_norm_b = vector_of(f, "transformer.decoder.norm.bias", c.d_model);
-  }
-  w.generator_w = linear_weight(f, "generator.weight", c.tgt_vocab, c.d_model);
-  w.generator_b = vector_of(f, "generator.bias", c.tgt_vocab);
+  if (c.final_norm)
+    for (const std::string part : {"encoder", "decoder"})
+      for (const std::string v : {"weight", "bias"})
+        w.top[part + "_norm." + v] = vector_of(f, "transformer." + part + ".norm." + v, c.d_model);
+  add_gemm_weight(f.read_f32("generator.weight", {c.tgt_vocab, c.d_model}),
+                  {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, w.top, "generator.weight");
+  w.top["generator.bias"] = vector_of(f, "generator.bias", c.tgt_vocab);
   return w;
 }
 

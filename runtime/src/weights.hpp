@@ -1,7 +1,13 @@
 // Model weights, repacked once from PyTorch's state_dict into the kernels' layouts
-// (README, "Kernels"): every nn.Linear weight [out][in] becomes (out, in) in
-// Halide order with `out` innermost, attention projections are split per Q/K/V
-// into head layout (d_k, heads, d_model), embeddings stay (d_model, vocab).
+// (README, "Kernels"), under the names dsl/layers.hpp gives them.
+//
+// float32 GEMMs: every nn.Linear weight [out][in] becomes (out, in) in Halide order
+// with `out` innermost; attention projections are split per Q/K/V into head layout
+// (d_k, heads, d_model). int8 GEMMs (dsl/gemm_steps.hpp): every GEMM weight is
+// quantized per output row (step max |w| / 127, values rounded half to even) and
+// kept in PyTorch's row order, the dot-product layout ((d_model, d_k, heads) for a
+// head projection), its steps under "<name>.step"; only the int8 values stay
+// resident. Embeddings, biases and norms stay float32 (d_model, vocab) / vectors.
 #pragma once
 
 #include "halformer/config.hpp"
@@ -17,19 +23,32 @@ namespace halformer {
 
 using fbuffer = Halide::Runtime::Buffer<float>;
 using ibuffer = Halide::Runtime::Buffer<int32_t>;
+using weight_buffer = Halide::Runtime::Buffer<>; // float32 or int8
 
-// One layer's tensors under the names dsl/layers.hpp gives them
-// ("self_attn.w_q", "norm1.weight", "linear1.weight", ...).
-using layer_tensors = std::map<std::string, fbuffer>;
+// One layer's tensors ("self_attn.w_q", "norm1.weight", "linear1.weight", ...).
+using layer_tensors = std::map<std::string, weight_buffer>;
+
+// The element type of the model's GEMM weights.
+enum class gemm_weights { float32, int8 };
 
 struct model_weights {
-  fbuffer src_embed, tgt_embed;           // (d_model, vocab)
-  fbuffer encoder_norm_w, encoder_norm_b; // (d_model), when final_norm
-  fbuffer decoder_norm_w, decoder_norm_b;
-  fbuffer generator_w, generator_b; // (tgt_vocab, d_model), (tgt_vocab)
+  gemm_weights gemms = gemm_weights::float32;
+  // Embeddings ("src_embed", "tgt_embed"), final norms ("encoder_norm.weight", ...)
+  // and the generator ("generator.weight", "generator.bias").
+  layer_tensors top;
   std::vector<layer_tensors> encoder, decoder;
 
-  static model_weights load(const safetensors_file& file, const model_config& config);
+  static model_weights load(const safetensors_file& file, const model_config& config,
+                            gemm_weights gemms = gemm_weights::float32);
+  std::size_t bytes() const; // resident weight bytes
 };
+
+// PyTorch [out][in] rows quantized symmetrically per row: step max |row| / 127,
+// values round(w / step) (half to even) within +-127; a zero row has step 0.
+struct quantized_rows {
+  std::vector<int8_t> values; // [out][in]
+  std::vector<float> steps;   // [out]
+};
+quantized_rows quantize_rows(const std::vector<float>& w, int out, int in);
 
 } // namespace halformer

@@ -5,6 +5,7 @@
 // for the quantization steps, which the DSL defines in float32; exact integers for
 // the accumulation), the dequantized result with float64.
 #include "halformer/dsl/lower.hpp"
+#include "halformer/dsl/quantize.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -55,6 +55,16 @@ expect_error "expected an integer array" "$bin" forward --model "$model" --src "
 rm -rf "$tmp"
 
 "$bin" info | grep -q "kernel ISA" || fail "info"
+# --compute-type int8: the same greedy tokens on this fixture (its decisions lead
+# by clear margins); info names the int8 kernels and their types.
+got=$("$bin" run --model "$model" --max-len 10 --threads 1 --compute-type int8 <<<"$input") || fail "run int8"
+[[ "$got" == "$want" ]] || fail "run --compute-type int8 printed '$got', expected '$want'"
+info=$("$bin" info --model "$model" --compute-type int8) || fail "info int8"
+for line in "compute type int8 on cpu" "qkv_projection_int8: x float32 w_q int8" "ffn_relu_int8:" "logits_int8:" \
+  "attention: q float32"; do
+  grep -qF -- "$line" <<<"$info" || fail "info --compute-type int8: no '$line' in: $info"
+done
+expect_error "--compute-type" "$bin" run --model "$model" --compute-type int4 --input <(printf '3\n')
 expect_error "mix devices" "$bin" build-lib --target x86,cuda --out "$(mktemp -d)"
 expect_error "cuda and opencl only" "$bin" build-lib --target host-metal --out "$(mktemp -d)"
 expect_error "knob file /nonexistent.json does not exist" "$bin" build-lib --target x86 --knob-file /nonexistent.json --out "$(mktemp -d)"

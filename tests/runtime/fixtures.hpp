@@ -21,8 +21,11 @@ inline const std::vector<std::string>& names() {
                                           "base_width"};
   return n;
 }
+// Built too: "trained_copy", the copy-task model of bench/train_model.py (d_model
+// 128, trained a fixed number of steps), with its 64 held-out sources.
 inline std::string dir(const std::string& name) {
-  return std::string(name == "base_width" ? HALFORMER_BUILT_FIXTURES : HALFORMER_FIXTURES) + "/" + name;
+  const bool built = name == "base_width" || name == "trained_copy";
+  return std::string(built ? HALFORMER_BUILT_FIXTURES : HALFORMER_FIXTURES) + "/" + name;
 }
 
 inline nlohmann::json expected(const std::string& name) {

@@ -49,6 +49,11 @@ struct error_meter {
     pairs.emplace_back(got, want);
     ss += want * want, ++n;
   }
+  // The same where the reference allows `got` to differ from `want` by up to `slack`.
+  void add(double got, double want, double slack) {
+    const double excess = std::max(0.0, std::abs(got - want) - slack);
+    add(std::isfinite(got) ? want + std::copysign(excess, got - want) : got, want);
+  }
   double result() const;
 };
 

@@ -17,8 +17,15 @@ int halformer_model_load(const char* dir, int threads, halformer_model** out);
 /* The same on a device: "cpu", "cuda", "opencl", or "auto" (CUDA, else an OpenCL
  * GPU, else the CPU). A named device that is not usable is an error. */
 int halformer_model_load_on(const char* dir, int threads, const char* device, halformer_model** out);
+/* The same with the GEMMs' compute type: "float32", "int8" (weights quantized at
+ * load, activations per row, exact int32 sums), "bfloat16" (an error naming what
+ * is missing) or "auto" (int8 on the CPU, float32 on a GPU). NULL: "float32". */
+int halformer_model_load_with(const char* dir, int threads, const char* device, const char* compute_type,
+                              halformer_model** out);
 /* The device the model runs on ("cpu", "cuda", "opencl"); valid while the model is. */
 const char* halformer_model_device(const halformer_model* model);
+/* The compute type it runs in ("float32" or "int8"); valid while the model is. */
+const char* halformer_model_compute_type(const halformer_model* model);
 void halformer_model_free(halformer_model* model);
 
 /* Model facts: d_model, vocabularies, special ids. */

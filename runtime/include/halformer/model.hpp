@@ -37,6 +37,12 @@ struct load_options {
   // warnings() says why). On a GPU the weights are uploaded once and activations
   // and caches stay on the device; a named device that is not usable is an error.
   std::string device = "cpu";
+  // The GEMMs' numeric type: "float32"; "int8" (weights quantized at load, one
+  // step per output row; activations quantized per row; exact int32 sums;
+  // LayerNorm, softmax and attention in float32); "bfloat16" (an error naming
+  // what is missing: no bfloat16 kernels are built yet); or "auto" (int8 on the
+  // CPU, where it is the fastest; float32 on a GPU, whose int8 kernels are not).
+  std::string compute_type = "float32";
 };
 
 class Model {
@@ -50,6 +56,11 @@ public:
   const model_config& config() const;
   const std::vector<std::string>& warnings() const; // e.g. unknown config keys
   std::string device() const;                       // the device the kernels run on
+  std::string compute_type() const;                 // "float32" or "int8" (what "auto" chose)
+  // The kernels this model runs, in the order of a decode step's first use (one
+  // line each: the kernel and its arguments' element types).
+  std::vector<std::string> kernels() const;
+  std::size_t weight_bytes() const; // resident weights
 
   // Translates every sentence; results[i] holds up to nbest hypotheses, best first.
   // `on_done(i, hyps)`, if given, is called as soon as sentence i has finished.

@@ -1,5 +1,5 @@
 // expect: add: operands must be float32 \(dequantize an integer one first\)
-#include "halformer/dsl/expr.hpp"
+#include "halformer/dsl/quantize.hpp"
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;
 int main() {

@@ -1,5 +1,5 @@
 // expect: contract: an int8 operand with a float one
-#include "halformer/dsl/expr.hpp"
+#include "halformer/dsl/quantize.hpp"
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;
 int main() {

@@ -1,5 +1,5 @@
 // expect: dequantize: the accumulation must be int32
-#include "halformer/dsl/expr.hpp"
+#include "halformer/dsl/quantize.hpp"
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;
 int main() {

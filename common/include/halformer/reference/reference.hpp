@@ -254,6 +254,43 @@ inline tensor ffn(const tensor& x, const tensor& residual, const tensor& w1, con
   return add(residual, linear(h, w2, b2));
 }
 
+// The quantized FFN: residual + W2 act(W1 x + b1) + b2 with int8 weights w1
+// (d_model, d_ff) and w2 (d_ff, d_model) (inputs first) and their steps, x and the
+// activated hidden row each quantized per row. The hidden layer is float64 here
+// and float32 in a kernel, so a hidden value within `ambiguity` of a rounding
+// boundary (in units of its step; float32 and erf errors are ~1e-5 of a step)
+// may round either way: `slack` is, per output, what such roundings can change
+// (one step of each such value times its weight and steps). Everything else is
+// the exact quantized arithmetic.
+struct quantized_ffn_result {
+  tensor y, slack;
+};
+inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& s1,
+                                          const tensor& b1, const tensor& w2, const tensor& s2, const tensor& b2,
+                                          bool use_gelu, double ambiguity = 1e-3) {
+  const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[1];
+  tensor h = quantized_linear(x, w1, s1, b1);
+  for (double& v : h.data)
+    v = use_gelu ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) : (v > 0 ? v : 0);
+  quantized_ffn_result r{add(residual, quantized_linear(h, w2, s2, b2)), tensor({D, T, B})};
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> row(static_cast<std::size_t>(F));
+      for (int j = 0; j < F; ++j)
+        row[std::size_t(j)] = h(j, t, b);
+      const quantized_row q = quantize_row(row);
+      const float inverse = q.step > 0 ? 1.0f / q.step : 0.0f;
+      for (int j = 0; j < F; ++j) {
+        const double scaled = double(float(row[std::size_t(j)]) * inverse);
+        if (std::abs(scaled - std::floor(scaled) - 0.5) >= ambiguity)
+          continue;
+        for (int o = 0; o < D; ++o)
+          r.slack(o, t, b) += std::abs(w2(j, o)) * q.step * s2(o);
+      }
+    }
+  return r;
+}
+
 // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
 inline double positional(int pos, int d, int d_model) {
   const double angle = pos / std::pow(10000.0, double(d / 2 * 2) / d_model);

@@ -15,6 +15,9 @@
 namespace halformer::dsl {
 
 enum class dtype { f32, i32, i8, boolean };
+constexpr const char* dtype_name(dtype d) {
+  return d == dtype::f32 ? "float32" : d == dtype::i32 ? "int32" : d == dtype::i8 ? "int8" : "bool";
+}
 
 // Element types as types, one per dtype: an expression's element type is part of
 // its C++ type, so an int8 tensor meeting a float one without quantize or
@@ -331,73 +334,6 @@ template <Tensor X> auto chunk_max(std::string name, X x, int size) {
   static_assert(rank_v<SX> >= 1, "halformer::dsl::chunk_max: needs a dimension to cut into chunks");
   static_assert(all_float_v<X>, "halformer::dsl::chunk_max: x must be float32");
   return make(op::chunk_max{std::move(name), size}, hana::prepend(hana::drop_front(SX{}), dims::chunk), std::move(x));
-}
-
-// ---- int8 quantization ---------------------------------------------------------------
-
-// Symmetric int8 quantization per row (dim 0 whole, one position along the
-// others), as CTranslate2 quantizes activations: a row's step is max |x| / 127.
-template <Tensor X> auto quant_step(std::string name, X x) {
-  static_assert(rank_v<shape_t<X>> >= 1, "halformer::dsl::quant_step: needs a dimension to take rows along");
-  static_assert(all_float_v<X>, "halformer::dsl::quant_step: x must be float32");
-  return make(op::quant_step{std::move(name)}, hana::drop_front(shape_t<X>{}), std::move(x));
-}
-
-// x's int8 values: clamp(round_half_even(x * (1 / step)), -127, 127) with the row's
-// step (quant_step); -128 never occurs, so every product of two is at most 127^2
-// in magnitude.
-template <Tensor X, Tensor S> auto quantize(std::string name, X x, S step) {
-  static_assert(std::is_same_v<shape_t<S>, decltype(hana::drop_front(shape_t<X>{}))>,
-                "halformer::dsl::quantize: the step must be indexed by x's rows (its dimensions after dim 0)");
-  static_assert(all_float_v<X, S>, "halformer::dsl::quantize: x and its step must be float32");
-  return make<element<dtype::i8>>(op::quantize{std::move(name)}, shape_t<X>{}, std::move(x), std::move(step));
-}
-
-// The float value of an int32 accumulation of int8 products: acc x its row's step
-// x its column's step, the steps together indexing each dimension of acc once.
-template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc, R row_step, C col_step) {
-  using SA = shape_t<A>;
-  static_assert(dtype_v<A> == dtype::i32, "halformer::dsl::dequantize: the accumulation must be int32");
-  static_assert(all_float_v<R, C>, "halformer::dsl::dequantize: the steps must be float32");
-  static_assert(is_permutation_v<decltype(hana::concat(shape_t<R>{}, shape_t<C>{})), SA>,
-                "halformer::dsl::dequantize: the row and column steps must index every dimension of the "
-                "accumulation once");
-  return make(op::dequantize{std::move(name)}, SA{}, std::move(acc), std::move(row_step), std::move(col_step));
-}
-
-// y = x . W + bias with int8 weights W (w_step: their step per output, W's output
-// dimensions): x quantized per row, the products accumulated exactly in int32,
-// dequantized, the bias added in float32. Unlike linear's float weights (output
-// features innermost), W's first dimension is the input feature: a weight row is
-// one output's inputs, PyTorch's [out][in] as it is, the dot-product layout that
-// int8 instructions read (pmaddwd sums adjacent pairs, vpdpbusd quads). Stages:
-// <name>_x_step, <name>_x, <name> (the int32 accumulation), <name>_dequantized,
-// <name>_biased.
-template <Tensor X, Tensor W>
-using quantized_linear_shape_t = decltype(hana::concat(hana::drop_front(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
-template <Tensor X, Tensor W, Tensor WS, Tensor Bias, class Out>
-auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out) {
-  using SX = shape_t<X>;
-  using SW = shape_t<W>;
-  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::front(SW{}))>>,
-                "halformer::dsl::quantized_linear: the weight's first (input) dimension must be the input's dim 0 "
-                "(its features)");
-  static_assert(is_permutation_v<Out, quantized_linear_shape_t<X, W>>,
-                "halformer::dsl::quantized_linear: the result must hold exactly the weight's output dimensions and "
-                "the input's non-feature dimensions");
-  static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_front(SW{}))> &&
-                    std::is_same_v<shape_t<WS>, shape_t<Bias>>,
-                "halformer::dsl::quantized_linear: the bias and the weight's step must have its output dimensions");
-  static_assert(dtype_v<W> == dtype::i8, "halformer::dsl::quantized_linear: the weight must be int8");
-  auto step = quant_step(name + "_x_step", x);
-  auto acc = contract(name, quantize(name + "_x", std::move(x), step), std::move(w), out);
-  return add_broadcast(name + "_biased", dequantize(name + "_dequantized", std::move(acc), step, std::move(w_step)),
-                       std::move(bias));
-}
-template <Tensor X, Tensor W, Tensor WS, Tensor Bias>
-auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
-  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias),
-                          quantized_linear_shape_t<X, W>{});
 }
 
 // ---- kernel interfaces ----------------------------------------------------------------

@@ -94,6 +94,10 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
       {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
       {"logits_int8", {cpu::int8_gemm_knobs(), revisions::cpu_quantized, one<cpu::quantized_logits>}},
+      {"head_projection_int8",
+       {cpu::int8_gemm_knobs(), revisions::cpu_quantized, projections<cpu::quantized_head_projection>}},
+      {"out_projection_int8", {cpu::int8_gemm_knobs(), revisions::cpu_quantized, one<cpu::quantized_out_projection>}},
+      {"ffn_int8", {cpu::int8_ffn_knobs(), revisions::cpu_quantized, one<cpu::quantized_ffn>}},
       {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{
@@ -106,6 +110,10 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"softmax", {gpu::row_knobs(), revisions::gpu_rows, one<gpu::softmax>}},
       {"logits", {gpu::gemm_knobs(), revisions::gpu_gemm, one<gpu::logits>}},
       {"logits_int8", {gpu::gemm_knobs(), revisions::gpu_quantized, one<gpu::quantized_logits>}},
+      {"head_projection_int8",
+       {gpu::gemm_knobs(), revisions::gpu_quantized, projections<gpu::quantized_head_projection>}},
+      {"out_projection_int8", {gpu::gemm_knobs(), revisions::gpu_quantized, one<gpu::quantized_out_projection>}},
+      {"ffn_int8", {gpu::ffn_knobs(), revisions::gpu_quantized, one<gpu::quantized_ffn>}},
       {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}},
       {"beam_candidates", {gpu::candidates_knobs(), revisions::gpu_candidates, pick<gpu::beam_candidates>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;

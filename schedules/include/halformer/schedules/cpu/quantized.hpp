@@ -28,26 +28,32 @@ inline std::vector<knob_decl> int8_gemm_knobs() {
   };
 }
 
-// A quantized GEMM's int8 input (stage <name>_x) and its row steps (<name>_x_step),
-// each computed at root before the GEMM reads them: the steps in tasks of 16
-// rows (a row takes well under a microsecond at d_model 512; 16 amortise the
-// thread pool's ~1 us dispatch) with the row maximum tree-vectorised (max is
-// exact in any order), then the int8 values, vectorised along the features.
-inline void quantized_input(const dsl::lowering& ctx, const std::string& name, const std::string& feature,
-                            const Halide::Target& target) {
+// A quantized input (dsl::quantize_rows: stages <name>, <name>_step, <name>_step_max),
+// computed at root before the GEMM reads it: the steps in tasks of 16 rows (a row
+// takes well under a microsecond at d_model 512; 16 amortise the thread pool's
+// ~1 us dispatch) with the row maximum tree-vectorised along its innermost
+// feature (max is exact in any order), then the int8 values, vectorised along
+// their dim 0. Rows are (t, batch); the out projection's features are (d_k, heads).
+inline void quantized_input(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
   using namespace Halide;
   constexpr int rows_per_task = 16;
   const int vec = target.natural_vector_size<float>();
-  Func step = ctx.stage(name + "_x_step"), amax = ctx.stage(name + "_x_step_max"), values = ctx.stage(name + "_x");
-  Var x(feature), t("t"), b("batch"), row("row"), rt("rt");
+  Func step = ctx.stage(name + "_step"), amax = ctx.stage(name + "_step_max"), values = ctx.stage(name);
+  Var t("t"), b("batch"), row("row"), rt("rt");
   step.compute_root().fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
   amax.compute_at(step, rt);
-  amax.update().atomic().vectorize(ctx.rdom(name + "_x_step").x, vec, TailStrategy::GuardWithIf);
+  amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, vec, TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order; // the features innermost, in their order, then t and batch
+  for (const Var& v : values.args())
+    if (v.name() != "t" && v.name() != "batch")
+      order.push_back(v);
+  order.insert(order.end(), {t, b});
   values.compute_root()
+      .reorder(order)
       .fuse(t, b, row)
       .split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf)
       .parallel(row)
-      .vectorize(x, vec, TailStrategy::GuardWithIf);
+      .vectorize(values.args()[0], vec, TailStrategy::GuardWithIf);
 }
 
 // The output's tiles: `outputs` x `rows` (of t in prefill, of the batch in a decode
@@ -62,12 +68,14 @@ inline void quantized_output(const gemm_stage& g, Halide::Stage s, const Halide:
   const Var& other = rows.same_as(g.t) ? g.batch : g.t;
   s.split(g.o, oo, oi, outputs, TailStrategy::ShiftInwards)
       .split(rows, ro, ri, tile_rows, TailStrategy::ShiftInwards)
-      .split(oo, task, oo, tiles_per_task, TailStrategy::GuardWithIf)
-      .reorder(oi, ri, oo, ro, task, other)
-      .unroll(oi)
-      .unroll(ri)
-      .fuse(task, other, task)
-      .parallel(task);
+      .split(oo, task, oo, tiles_per_task, TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{oi, ri, oo, ro, task};
+  order.insert(order.end(), g.mid.begin(), g.mid.end());
+  order.push_back(other);
+  s.reorder(order).unroll(oi).unroll(ri);
+  for (const Var& m : g.mid) // the heads of a head projection: more tasks
+    s.fuse(task, m, task);
+  s.fuse(task, other, task).parallel(task);
 }
 
 // The GEMM: register tiles of partial sums (intm, one vector per output and row)
@@ -90,16 +98,52 @@ inline void quantized_gemm(gemm_stage g, const Halide::Target& target, const kno
   quantized_output(g, g.out.specialize(!decode && g.o_extent >= O && g.t_extent >= R), g.t, O, R, k["tiles_per_task"]);
   quantized_output(g, g.out, g.t, 1, 1, k["tiles_per_task"]);
   g.acc.compute_at(g.out, oo);
-  sums.compute_at(g.out, oo).reorder_storage(u, g.o, g.t, g.batch).bound_storage(u, vec);
+  std::vector<Var> storage{u, g.o, g.t};
+  storage.insert(storage.end(), g.mid.begin(), g.mid.end());
+  storage.push_back(g.batch);
+  sums.compute_at(g.out, oo).reorder_storage(storage).bound_storage(u, vec);
   sums.vectorize(u);
+  // The tile's outputs and rows innermost, around the pairs: a register tile per
+  // step of the reduction (the out projection's heads are its outer reduction).
   std::vector<VarOrRVar> order{pair, u, g.o, g.t, g.batch, ko};
+  order.insert(order.end(), g.r.begin() + 1, g.r.end());
   sums.update().reorder(order).atomic().vectorize(pair).vectorize(u).unroll(g.o).unroll(g.t).unroll(g.batch);
 }
 
 inline void quantized_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
                              const knob_values& k, const bucket_scope& in) {
-  quantized_input(ctx, "logits", "d_model", target);
+  quantized_input(ctx, "logits_x", target);
   quantized_gemm(logits_stage(ctx, out), target, k, in);
+}
+
+// q, k and v of one quantized x.
+inline void quantized_head_projection(const dsl::lowering& ctx,
+                                      const std::vector<std::pair<std::string, Halide::Func>>& outs,
+                                      const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
+  quantized_input(ctx, "x_quantized", target);
+  for (const gemm_stage& g : quantized_head_projection_stages(ctx, outs))
+    quantized_gemm(g, target, k, in);
+}
+
+inline void quantized_out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                                     const knob_values& k, const bucket_scope& in) {
+  quantized_input(ctx, "proj_x", target);
+  quantized_gemm(out_projection_stage(ctx, out), target, k, in);
+}
+
+// The FFN's knobs: the int8 GEMM's for the second GEMM, hidden_* for the first.
+inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_gemm_knobs()); }
+
+// x quantized, the first GEMM into the activated hidden layer at root, which is
+// quantized per row for the second.
+inline void quantized_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                          const knob_values& k, const bucket_scope& in) {
+  auto [hidden, proj] = ffn_stages(ctx, out);
+  quantized_input(ctx, "hidden_x", target);
+  hidden.out.compute_root();
+  quantized_gemm(hidden, target, hidden_knobs(k, int8_gemm_knobs()), in);
+  quantized_input(ctx, "proj_x", target);
+  quantized_gemm(proj, target, k, in);
 }
 
 } // namespace halformer::schedules::cpu

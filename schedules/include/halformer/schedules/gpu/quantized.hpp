@@ -13,15 +13,40 @@ namespace halformer::schedules::gpu {
 
 inline void quantized_input(const dsl::lowering& ctx, const std::string& name) {
   using namespace Halide;
-  Func step = ctx.stage(name + "_x_step");
+  Func step = ctx.stage(name + "_step");
   Var t("t"), b("batch"), row("row"), rb("rb"), ri("ri");
   step.compute_root().fuse(t, b, row).gpu_tile(row, rb, ri, 64, TailStrategy::GuardWithIf);
-  ctx.stage(name + "_x_step_max").compute_at(step, ri);
+  ctx.stage(name + "_step_max").compute_at(step, ri);
 }
 
 inline void quantized_logits(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
-  quantized_input(ctx, "logits");
+  quantized_input(ctx, "logits_x");
   schedule_gemm(logits_stage(ctx, out), k);
+}
+
+inline void quantized_head_projection(const dsl::lowering& ctx,
+                                      const std::vector<std::pair<std::string, Halide::Func>>& outs,
+                                      const knob_values& k) {
+  quantized_input(ctx, "x_quantized");
+  for (const gemm_stage& g : quantized_head_projection_stages(ctx, outs))
+    schedule_gemm(g, k);
+}
+
+inline void quantized_out_projection(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
+  quantized_input(ctx, "proj_x");
+  schedule_gemm(out_projection_stage(ctx, out), k);
+}
+
+// The activated hidden layer at root (gpu/projections.hpp: ffn), its row steps too.
+inline void quantized_ffn(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
+  auto [hidden, proj] = ffn_stages(ctx, out);
+  quantized_input(ctx, "hidden_x");
+  // Bounded to d_ff: the second GEMM's zero-padded reduction (dsl/lower.hpp) reads
+  // it through a clamp, which would leave the register tiles' extents unknown.
+  hidden.out.compute_root().bound(hidden.o, 0, hidden.o_extent);
+  schedule_gemm(hidden, hidden_knobs(k, gemm_knobs()));
+  quantized_input(ctx, "proj_x");
+  schedule_gemm(proj, k);
 }
 
 } // namespace halformer::schedules::gpu

@@ -1,0 +1,152 @@
+// The int8 kernels' measuring problems (kernel_problems.cpp has the others): int8
+// weights in the dot-product layout with one step per output, as the loader
+// quantizes them, verified against a float64 evaluation of the exact quantized
+// arithmetic (halformer/reference).
+#include "int8_problems.hpp"
+
+#include <cmath>
+
+namespace halformer::problems::int8 {
+
+namespace {
+// An int8 weight's steps, one per output, as the loader makes them for float
+// weights of scale 1 / sqrt(inputs): near 1 / (127 sqrt(inputs)).
+fb int8_steps(std::vector<int> outputs, int inputs) {
+  fb steps = random(std::move(outputs), 0.25f);
+  steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(inputs))); });
+  return steps;
+}
+// An int8 weight whose rows (dims < row_dims) are one output's inputs, as a
+// reference (in, out) matrix: input i and output o are the rows' and the rest's
+// flattened indices, dim 0 fastest.
+ref::tensor int8_weight_to_ref(const i8b& w, int row_dims) {
+  int in = 1, out = 1;
+  for (int d = 0; d < w.dimensions(); ++d)
+    (d < row_dims ? in : out) *= w.dim(d).extent();
+  ref::tensor t({in, out});
+  std::size_t k = 0;
+  w.for_each_element([&](const int* pos) {
+    t.data[k] = w(pos); // (in, out) row-major by in fastest: the same order
+    ++k;
+  });
+  return t;
+}
+} // namespace
+
+// int8 weights (d_model, vocab) with one step per entry, as the loader quantizes
+// them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
+problem logits(shape_args& s) {
+  problem p;
+  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
+  p.make = [=] {
+    call_set c{{random({D, T, B}, 1), int8_steps({V}, D), random({V}, 0.1f), fb(V, T, B)}};
+    c.i8.push_back(random_int8_weight({D, V}, 1));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w = ref::to_ref(c.i8[0]), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[3], ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
+  };
+  p.flops = 2.0 * V * D * T * B, p.bytes = V * D + 4.0 * (2 * V + D * T * B + V * T * B);
+  p.gemms = {{T * B, V, D}};
+  // The int8 values and their int32 sums are exact; the dequantization is two
+  // float32 products and a float32 sum (a few ulp, < 1e-6), while one integer step
+  // off errs by > 1e-5 of the rms at the test shapes (d_model <= 257).
+  p.tolerance = 1e-6;
+  return p;
+}
+
+// The head projections with int8 weights (d_model, d_k, heads).
+problem head_projection(shape_args& s, const std::string& which) {
+  problem p;
+  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
+  const int n = int(which.size());
+  p.f_names = {"x"};
+  for (const std::string prefix : {"w_", "b_", ""})
+    for (char w : which)
+      p.f_names.push_back(prefix == "w_" ? prefix + w + "_step" : prefix + w);
+  for (char w : which)
+    p.i8_names.push_back(std::string("w_") + w), p.outputs.push_back(std::string(1, w));
+  p.make = [=] {
+    call_set c{{random({D, T, B}, 1)}};
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(int8_steps({DK, H}, D)), c.i8.push_back(random_int8_weight({D, DK, H}, 1));
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(random({DK, H}, 0.1f));
+    for (int k = 0; k < n; ++k)
+      c.f.push_back(fb(DK, T, H, B));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (int k = 0; k < n; ++k) {
+      const auto w = int8_weight_to_ref(c.i8[k], 1), steps = ref::to_ref(c.f[1 + k]),
+                 bias = ref::to_ref(c.f[1 + n + k]);
+      const fb& out = c.f[1 + 2 * n + k];
+      for (auto [t, b] : sample_rows(T, B)) {
+        const auto want = ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias);
+        for (int h = 0; h < H; ++h)
+          for (int j = 0; j < DK; ++j)
+            m.add(out(j, t, h, b), want.data[std::size_t(h * DK + j)]);
+      }
+    }
+  };
+  p.flops = 2.0 * n * D * D * T * B, p.bytes = n * D * D + 4.0 * (2 * n * D + (1 + n) * D * T * B);
+  p.gemms.assign(std::size_t(n), {T * B, D, D});
+  p.tolerance = 1e-6; // as logits_int8
+  return p;
+}
+
+// The out projection with int8 weights (d_k, heads, d_model): a row of all heads quantized as one.
+problem out_projection(shape_args& s) {
+  problem p;
+  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
+  p.f_names = {"a", "w_step", "b", "residual", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
+  p.make = [=] {
+    call_set c{{random({DK, T, H, B}, 1), int8_steps({D}, D), random({D}, 0.1f), random({D, T, B}, 1), fb(D, T, B)}};
+    c.i8.push_back(random_int8_weight({DK, H, D}, 2));
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w = int8_weight_to_ref(c.i8[0], 2), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
+      compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::quantized_linear(a, w, steps, bias)), t, b, m);
+    }
+  };
+  p.flops = 2.0 * D * D * T * B, p.bytes = D * D + 4.0 * (2 * D + 3 * D * T * B);
+  p.gemms = {{T * B, D, D}};
+  p.tolerance = 1e-6; // as logits_int8
+  return p;
+}
+
+problem ffn(shape_args& s, bool gelu) {
+  problem p;
+  const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
+  p.f_names = {"x", "residual", "w1_step", "b1", "w2_step", "b2", "out"}, p.i8_names = {"w1", "w2"};
+  p.outputs = {"out"};
+  p.make = [=] {
+    call_set c{{random({D, T, B}, 1), random({D, T, B}, 1), int8_steps({F}, D), random({F}, 0.1f), int8_steps({D}, F),
+                random({D}, 0.1f), fb(D, T, B)}};
+    c.i8 = {random_int8_weight({D, F}, 1), random_int8_weight({F, D}, 1)};
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    const auto w1 = int8_weight_to_ref(c.i8[0], 1), w2 = int8_weight_to_ref(c.i8[1], 1);
+    const auto s1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), s2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
+    for (auto [t, b] : sample_rows(T, B)) {
+      const auto want = ref::quantized_ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, s1, b1, w2, s2, b2, gelu);
+      for (int o = 0; o < D; ++o)
+        m.add(c.f[6](o, t, b), want.y.data[std::size_t(o)], want.slack.data[std::size_t(o)]);
+    }
+  };
+  p.flops = 4.0 * D * F * T * B, p.bytes = 2.0 * D * F + 4.0 * (2 * F + 2 * D + 3 * D * T * B);
+  p.gemms = {{T * B, F, D}, {T * B, D, F}};
+  // As logits_int8, with the slack of hidden values at a rounding boundary
+  // (ref::quantized_ffn).
+  p.tolerance = 1e-6;
+  return p;
+}
+
+} // namespace halformer::problems::int8

@@ -1,0 +1,119 @@
+// The layers' GEMM steps (projections, FFN, logits) in either numeric type: float32
+// weights, or int8 weights quantized at load (the *_int8 kernels, dsl/kernels.hpp).
+// A layer description takes the type as a compile-time tag, so a model's layers
+// name the kernels and weights of its type; everything else (LayerNorm, softmax,
+// attention) is float32 in both.
+//
+// Weights by name (relative to the layer): float32 ones in the float kernels'
+// layouts (output features innermost: self_attn.w_q is (d_k, heads, d_model));
+// int8 ones in the dot-product layout (a weight row is one output's inputs:
+// self_attn.w_q is (d_model, d_k, heads)) with their steps, one per output, as
+// "<weight>.step".
+#pragma once
+
+#include "halformer/dsl/layer_operands.hpp"
+
+namespace halformer::dsl::layers {
+
+enum class gemm_type { float32, int8 };
+template <gemm_type G> using gemm_c = std::integral_constant<gemm_type, G>;
+inline constexpr gemm_c<gemm_type::float32> float32_gemms{};
+inline constexpr gemm_c<gemm_type::int8> int8_gemms{};
+template <class G> inline constexpr bool is_int8_v = G::value == gemm_type::int8;
+
+// The name a weight's int8 steps go by.
+inline std::string step_name(const std::string& weight) { return weight + ".step"; }
+
+// One head projection's operands ("q", "k" or "v"): weight, (steps,) bias.
+template <class K, class G> auto head_weights(const K& k, G, const std::string& prefix, const std::string& which) {
+  const std::string w = "w_" + which, b = "b_" + which;
+  const auto bias = k.bias(b) >> weight(prefix + b, shape(d_k, heads));
+  if constexpr (is_int8_v<G>)
+    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)),
+                            k.step(w + "_step") >> weight(step_name(prefix + w), shape(d_k, heads)), bias);
+  else
+    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_k, heads, d_model)), bias);
+}
+
+// Head projections of x (d_model, T, batch): each output (which, tensor) is the
+// projection "q", "k" or "v" in head layout, by the kernel Float or Int8 of the
+// GEMM type (qkv_projection[_int8], kv_..., q_...).
+template <class Float, class Int8, class G, class X, class... R>
+auto head_projection_step(G g, const std::string& prefix, const X& x, const std::pair<std::string, R>&... outs) {
+  using K = std::conditional_t<is_int8_v<G>, Int8, Float>;
+  K k;
+  auto ops = hana::concat(hana::make_tuple(k.x >> x, (out::head_layout(outs.first) >> outs.second)...),
+                          hana::flatten(hana::make_tuple(head_weights(k, g, prefix, outs.first)...)));
+  return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
+}
+
+// Attention's output projection with the residual: summed = x + context W_o + b_o.
+template <class G, class T>
+auto out_projection_step(G, T seq, const std::string& prefix, const std::string& context, const std::string& x,
+                         const std::string& summed) {
+  const auto common = [&](const auto& k) {
+    return hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)),
+                            k.b >> weight(prefix + "b_o", shape(d_model)),
+                            k.residual >> ref(x, shape(d_model, seq, batch)),
+                            out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
+  };
+  if constexpr (is_int8_v<G>) {
+    kernels::out_projection_int8 k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model)),
+                 k.w_step >> weight(step_name(prefix + "w_o"), shape(d_model)));
+    });
+  } else {
+    kernels::out_projection k;
+    return hana::unpack(
+        common(k), [&](auto... o) { return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_model, d_k, heads))); });
+  }
+}
+
+// residual + FFN(x) into `summed`, by ffn_<activation>[_int8].
+template <class G, class T>
+auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const std::string& summed,
+              const std::string& activation) {
+  const auto common = [&](const auto& k) {
+    return hana::make_tuple(k.x >> ref(x, shape(d_model, seq, batch)),
+                            k.residual >> ref(residual, shape(d_model, seq, batch)),
+                            k.b1 >> weight("linear1.bias", shape(d_ff)), k.b2 >> weight("linear2.bias", shape(d_model)),
+                            out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
+  };
+  if constexpr (is_int8_v<G>) {
+    kernels::ffn_int8 k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run_variant(k, "ffn_" + activation + "_int8", o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
+                         k.w1_step >> weight(step_name("linear1.weight"), shape(d_ff)),
+                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)),
+                         k.w2_step >> weight(step_name("linear2.weight"), shape(d_model)));
+    });
+  } else {
+    kernels::ffn k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run_variant(k, "ffn_" + activation, o..., k.w1 >> weight("linear1.weight", shape(d_ff, d_model)),
+                         k.w2 >> weight("linear2.weight", shape(d_model, d_ff)));
+    });
+  }
+}
+
+// The logits of x (d_model, tgt, batch).
+template <class G> auto logits_step(G, const std::string& x) {
+  const auto common = [&](const auto& k) {
+    return hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
+                            out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch)));
+  };
+  if constexpr (is_int8_v<G>) {
+    kernels::logits_int8 k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab)),
+                 k.w_step >> weight(step_name("generator.weight"), shape(vocab)));
+    });
+  } else {
+    kernels::logits k;
+    return hana::unpack(
+        common(k), [&](auto... o) { return run(k, o..., k.w >> weight("generator.weight", shape(vocab, d_model))); });
+  }
+}
+
+} // namespace halformer::dsl::layers

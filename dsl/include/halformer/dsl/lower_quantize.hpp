@@ -1,0 +1,63 @@
+// int8 lowering: part of dsl::lowering (lower.hpp includes this file).
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+
+namespace halformer::dsl {
+
+// int8 x int8, summed exactly in int32 (which holds 2^31 / 127^2 = 133000
+// products: any reduction a model has). Written as int16 x int16 -> int32, the
+// form Halide's x86 backend turns into pmaddwd when pairs are vectorised. The
+// innermost reduced dimension runs over whole blocks of `integer_block`, the
+// operands reading zeros past its end: every dot-product width (pmaddwd's 8
+// lanes x 2, AVX-512's 16 x 2, vpdpbusd's 16 x 4) divides the block, so a
+// schedule's reduction splits have no tail (a guarded tail kept the partial sums
+// on the stack), and the zeros are confined to the last block (Halide splits
+// the loop at the boundary).
+inline void lowering::build_integer_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
+  const std::string inner = reduced_dims(r, a[0], a[1]).at(0);
+  const auto at = contraction_domain(o.name, r, a[0], a[1], integer_block);
+  const auto zero_padded = [&](const lowered& l) {
+    Halide::Region bounds;
+    for (const auto& d : l.dims)
+      bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
+    return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
+  };
+  r.f(vars(r)) = 0;
+  r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(call(zero_padded(a[0]), at)),
+                                       Halide::cast<int16_t>(call(zero_padded(a[1]), at)));
+}
+
+// Quantization (quantize.hpp): a row's step is max |x| / 127; its values are x
+// times 1 / step (a multiply per element, not a divide; the float64 reference
+// repeats these float32 operations), rounded half to even; a zero row (step 0)
+// gives zeros.
+template <class Args> void lowering::build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&) {
+  const lowered& x = a[0];
+  Halide::Region features; // x's dimensions that r (the rows) lacks, innermost first
+  std::map<std::string, Halide::Expr> at;
+  for (const auto& d : x.dims)
+    if (std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
+      features.emplace_back(0, extent(d));
+  Halide::RDom rd(features, o.name + "_r");
+  for (const auto& d : x.dims)
+    if (std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
+      at[d] = rd[int(at.size())];
+  Halide::Func amax = new_stage(o.name + "_max");
+  amax(vars(r)) = 0.0f;
+  amax(vars(r)) = Halide::max(amax(vars(r)), Halide::abs(call(x, at)));
+  r.f(vars(r)) = amax(vars(r)) / 127.0f;
+  rdoms_[o.name] = rd;
+}
+template <class Args> void lowering::build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&) {
+  const lowered &x = a[0], &step = a[1];
+  Halide::Func inverse = new_stage(o.name + "_inverse");
+  inverse(vars(step)) = Halide::select(call(step) > 0.0f, 1.0f / call(step), 0.0f);
+  const Halide::Expr q = Halide::round(call(x) * inverse(vars(step)));
+  r.f(vars(r)) = Halide::cast<int8_t>(Halide::clamp(q, -127.0f, 127.0f));
+}
+template <class Args> void lowering::build(const op::dequantize&, lowered& r, std::vector<lowered>& a, const Args&) {
+  r.f(vars(r)) = Halide::cast<float>(call(a[0])) * call(a[1]) * call(a[2]);
+}
+
+} // namespace halformer::dsl

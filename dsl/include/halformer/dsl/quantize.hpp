@@ -1,0 +1,120 @@
+// int8 quantization in the expression graph: per-row steps, int8 values, the
+// dequantization of int32 accumulations, and quantized_linear, which states the
+// whole quantized GEMM once (dsl/README.md, "int8"). The nodes are expr.hpp's
+// ops; lower.hpp lowers them.
+#pragma once
+
+#include "halformer/dsl/expr.hpp"
+
+namespace halformer::dsl {
+
+// ---- int8 quantization ---------------------------------------------------------------
+
+// Symmetric int8 quantization per row, as CTranslate2 quantizes activations: a
+// row is one position along `Rows` (dimensions of x) and all of x's other
+// dimensions (its features); its step is max |x| / 127 over them. Without `Rows`,
+// dim 0 alone is the features.
+template <Tensor X, class Rows> auto quant_step(std::string name, X x, Rows rows) {
+  static_assert(all_float_v<X>, "halformer::dsl::quant_step: x must be float32");
+  static_assert(is_subset_v<Rows, shape_t<X>> && rank_v<Rows> < rank_v<shape_t<X>>,
+                "halformer::dsl::quant_step: the rows must be some of x's dimensions, not all of them");
+  return make(op::quant_step{std::move(name)}, rows, std::move(x));
+}
+template <Tensor X> auto quant_step(std::string name, X x) {
+  static_assert(rank_v<shape_t<X>> >= 1, "halformer::dsl::quant_step: needs a dimension to take rows along");
+  return quant_step(std::move(name), std::move(x), hana::drop_front(shape_t<X>{}));
+}
+
+// x's int8 values: clamp(round_half_even(x * (1 / step)), -127, 127) with the row's
+// step (quant_step); -128 never occurs, so every product of two is at most 127^2
+// in magnitude.
+template <Tensor X, Tensor S> auto quantize(std::string name, X x, S step) {
+  static_assert(is_subset_v<shape_t<S>, shape_t<X>> && rank_v<shape_t<S>> < rank_v<shape_t<X>>,
+                "halformer::dsl::quantize: the step must be indexed by some of x's dimensions (its rows)");
+  static_assert(all_float_v<X, S>, "halformer::dsl::quantize: x and its step must be float32");
+  return make<element<dtype::i8>>(op::quantize{std::move(name)}, shape_t<X>{}, std::move(x), std::move(step));
+}
+
+// A tensor quantized per row: its int8 values and each row's step.
+template <Tensor Q, Tensor S> struct quantized {
+  Q values;
+  S step;
+};
+// x quantized per row, the rows along `Rows`. Stages: <name> (the int8 values),
+// <name>_step and <name>_step_max. One quantized input can feed several
+// quantized_linear (the q, k and v projections of one x).
+template <Tensor X, class Rows> auto quantize_rows(std::string name, X x, Rows rows) {
+  auto step = quant_step(name + "_step", x, rows);
+  auto values = quantize(name, std::move(x), step);
+  return quantized<decltype(values), decltype(step)>{std::move(values), std::move(step)};
+}
+
+// The float value of an int32 accumulation of int8 products: acc x its row's step
+// x its column's step, the steps together indexing each dimension of acc once.
+template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc, R row_step, C col_step) {
+  using SA = shape_t<A>;
+  static_assert(dtype_v<A> == dtype::i32, "halformer::dsl::dequantize: the accumulation must be int32");
+  static_assert(all_float_v<R, C>, "halformer::dsl::dequantize: the steps must be float32");
+  static_assert(is_permutation_v<decltype(hana::concat(shape_t<R>{}, shape_t<C>{})), SA>,
+                "halformer::dsl::dequantize: the row and column steps must index every dimension of the "
+                "accumulation once");
+  return make(op::dequantize{std::move(name)}, SA{}, std::move(acc), std::move(row_step), std::move(col_step));
+}
+
+// y = x . W + bias with int8 weights W (w_step: their step per output, W's output
+// dimensions): x quantized per row, the products accumulated exactly in int32,
+// dequantized, the bias added in float32. Unlike linear's float weights (output
+// features innermost), W's leading dimensions are the input features: a weight
+// row is one output's inputs, PyTorch's [out][in] as it is, the dot-product
+// layout that int8 instructions read (pmaddwd sums adjacent pairs, vpdpbusd
+// quads). The features are the dimensions x and W share (d_model; the out
+// projection's d_k and heads), x's rows its others. Stages: <name> (the int32
+// accumulation), <name>_dequantized, <name>_biased; quantizing x here adds
+// <name>_x, <name>_x_step, <name>_x_step_max.
+template <Tensor X, Tensor W> using input_rows_t = decltype(minus(shape_t<X>{}, shape_t<W>{}));
+template <Tensor X, Tensor W> using weight_outputs_t = decltype(minus(shape_t<W>{}, shape_t<X>{}));
+template <Tensor X, Tensor W>
+using quantized_linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, input_rows_t<X, W>{}));
+
+template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias, class Out>
+auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias, Out out) {
+  using SQ = shape_t<Q>;
+  using SW = shape_t<W>;
+  using Features = decltype(common(SQ{}, SW{}));
+  using Leading = decltype(hana::take_front(SW{}, hana::size_c<rank_v<Features>>));
+  static_assert(rank_v<Features> > 0 && is_permutation_v<Leading, Features> &&
+                    decltype(hana::contains(Features{}, hana::front(SQ{})))::value,
+                "halformer::dsl::quantized_linear: the weight's leading (input) dimensions must be the features it "
+                "shares with the input, and the input's dim 0 one of them");
+  static_assert(std::is_same_v<shape_t<S>, input_rows_t<Q, W>>,
+                "halformer::dsl::quantized_linear: the input's step must index its rows (the dimensions the "
+                "weight lacks)");
+  static_assert(is_permutation_v<Out, quantized_linear_shape_t<Q, W>>,
+                "halformer::dsl::quantized_linear: the result must hold exactly the weight's output dimensions and "
+                "the input's rows");
+  static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<Q, W>> && std::is_same_v<shape_t<WS>, shape_t<Bias>>,
+                "halformer::dsl::quantized_linear: the bias and the weight's step must have its output dimensions");
+  static_assert(dtype_v<W> == dtype::i8, "halformer::dsl::quantized_linear: the weight must be int8");
+  auto acc = contract(name, std::move(x.values), std::move(w), out);
+  return add_broadcast(name + "_biased",
+                       dequantize(name + "_dequantized", std::move(acc), std::move(x.step), std::move(w_step)),
+                       std::move(bias));
+}
+template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias>
+auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias) {
+  using Out = quantized_linear_shape_t<Q, W>;
+  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias), Out{});
+}
+// The same of a float x, quantized here.
+template <Tensor X, Tensor W, Tensor WS, Tensor Bias, class Out>
+auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out) {
+  auto q = quantize_rows(name + "_x", std::move(x), input_rows_t<X, W>{});
+  return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(w_step), std::move(bias), out);
+}
+template <Tensor X, Tensor W, Tensor WS, Tensor Bias>
+auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
+  auto q = quantize_rows(name + "_x", std::move(x), input_rows_t<X, W>{});
+  return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(w_step), std::move(bias));
+}
+
+} // namespace halformer::dsl

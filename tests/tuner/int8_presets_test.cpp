@@ -1,0 +1,44 @@
+// A preset or model tuned with int8 GEMMs: each GEMM kernel's *_int8 variant at
+// one shape (one knob set: no buckets), its batched decode step where the float
+// kernel has one; the other kernels as they are.
+#include "database.hpp"
+#include "presets.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+using namespace halformer::tuner;
+
+TEST_CASE("int8 presets tune each GEMM's int8 kernel at its batched decode step", "[tuner][int8]") {
+  const auto float32 = preset("transformer-base"), int8 = int8_shapes(float32);
+  std::map<std::string, std::string> shape_of;
+  for (const auto& e : int8) {
+    if (e.kernel.ends_with("_int8")) {
+      CHECK(shape_of.count(e.kernel) == 0); // one shape each
+      CHECK(e.primary);
+    }
+    shape_of.emplace(e.kernel, e.shape);
+  }
+  const std::map<std::string, std::string> want{
+      {"qkv_projection_int8", "d_k=64,heads=8,t=1,batch=8"},
+      {"kv_projection_int8", "d_k=64,heads=8,t=128,batch=8"}, // runs once per source: prefill only
+      {"q_projection_int8", "d_k=64,heads=8,t=1,batch=8"},
+      {"out_projection_int8", "d_k=64,heads=8,t=1,batch=8"},
+      {"ffn_relu_int8", "d_model=512,d_ff=2048,t=1,batch=8"},
+      {"logits_int8", "d_model=512,vocab=32000,t=1,batch=8"}};
+  for (const auto& [kernel, shape] : want) {
+    INFO(kernel);
+    REQUIRE(shape_of.count(kernel));
+    CHECK(shape_of[kernel] == canonical_shape(shape));
+  }
+  for (const std::string f : {"qkv_projection", "ffn_relu", "logits"})
+    CHECK(shape_of.count(f) == 0);
+  // Everything else keeps every shape of the float32 preset.
+  const auto count = [](const std::vector<preset_entry>& v, const std::string& k) {
+    return std::count_if(v.begin(), v.end(), [&](const preset_entry& e) { return e.kernel == k; });
+  };
+  for (const std::string k : {"attention", "layernorm", "embedding", "beam_candidates"})
+    CHECK(count(int8, k) == count(float32, k));
+}
