@@ -63,12 +63,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   const int n = int(which.size());
-  p.f_names = {"x"};
-  for (const std::string prefix : {"w_", "b_", ""})
-    for (char w : which)
-      p.f_names.push_back(prefix == "w_" ? prefix + w + "_step" : prefix + w);
-  for (char w : which)
-    p.i8_names.push_back(std::string("w_") + w), p.outputs.push_back(std::string(1, w));
+  name_head_projections(p, which, true);
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
@@ -84,12 +79,8 @@ problem head_projection(shape_args& s, const std::string& which) {
       const auto w = int8_weight_to_ref(c.i8[k], 1), steps = ref::to_ref(c.f[1 + k]),
                  bias = ref::to_ref(c.f[1 + n + k]);
       const fb& out = c.f[1 + 2 * n + k];
-      for (auto [t, b] : sample_rows(T, B)) {
-        const auto want = ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias);
-        for (int h = 0; h < H; ++h)
-          for (int j = 0; j < DK; ++j)
-            m.add(out(j, t, h, b), want.data[std::size_t(h * DK + j)]);
-      }
+      for (auto [t, b] : sample_rows(T, B))
+        compare_heads(out, ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
     }
   };
   p.flops = 2.0 * n * D * D * T * B, p.bytes = n * D * D + 4.0 * (2 * n * D + (1 + n) * D * T * B);

@@ -60,12 +60,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   const int n = int(which.size());
-  p.f_names = {"x"};
-  for (const std::string prefix : {"w_", "b_", ""})
-    for (char w : which)
-      p.f_names.push_back(prefix + w);
-  for (char w : which)
-    p.outputs.push_back(std::string(1, w));
+  name_head_projections(p, which, false);
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
@@ -80,12 +75,8 @@ problem head_projection(shape_args& s, const std::string& which) {
     for (int k = 0; k < n; ++k) {
       const auto w = ref::head_weight_to_ref(c.f[1 + k]), bias = ref::head_bias_to_ref(c.f[1 + n + k]);
       const fb& out = c.f[1 + 2 * n + k];
-      for (auto [t, b] : sample_rows(T, B)) {
-        const auto want = ref::linear(row3(c.f[0], t, b), w, bias);
-        for (int h = 0; h < H; ++h)
-          for (int j = 0; j < DK; ++j)
-            m.add(out(j, t, h, b), want.data[std::size_t(h * DK + j)]);
-      }
+      for (auto [t, b] : sample_rows(T, B))
+        compare_heads(out, ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
     }
   };
   p.flops = 2.0 * n * D * D * T * B, p.bytes = 4.0 * (n * D * D + (1 + n) * D * T * B);

@@ -58,6 +58,23 @@ void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_me
   for (int i = 0; i < got.dim(0).extent(); ++i)
     m.add(got(i, t, b), want.data[std::size_t(i)]);
 }
+void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m) {
+  const int DK = got.dim(0).extent(), H = got.dim(2).extent();
+  for (int h = 0; h < H; ++h)
+    for (int j = 0; j < DK; ++j)
+      m.add(got(j, t, h, b), want.data[std::size_t(h * DK + j)]);
+}
+void name_head_projections(problem& p, const std::string& which, bool int8) {
+  p.f_names = {"x"};
+  for (const std::string prefix : {"w_", "b_", ""})
+    for (char w : which)
+      p.f_names.push_back(prefix + w + (int8 && prefix == "w_" ? "_step" : ""));
+  for (char w : which) {
+    p.outputs.push_back(std::string(1, w));
+    if (int8)
+      p.i8_names.push_back(std::string("w_") + w);
+  }
+}
 namespace {
 bool every_row = false;
 }

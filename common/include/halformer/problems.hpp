@@ -133,6 +133,12 @@ const std::vector<std::string>& test_shapes(const std::string& kernel);
 // Row slices (dim 0 full, one position along the others) as reference tensors.
 ref::tensor row3(const fb& x, int t, int b);
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
+// A head-layout output's row (d_k, t, heads, batch at t, b) against want (heads x d_k).
+void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
+// The argument names of the head projections `which` (e.g. "qkv"): x, then the
+// float inputs (weights, or with int8 weights their steps w_<p>_step), the biases
+// and the outputs; int8 weights w_<p> go to i8_names.
+void name_head_projections(problem& p, const std::string& which, bool int8);
 // The (t, b) rows verify() compares: first, last and a few in between, or every
 // row after verify_every_row(true) (the kernel tests).
 std::vector<std::pair<int, int>> sample_rows(int T, int B);

@@ -53,6 +53,14 @@ inline tensor linear(const tensor& x, const tensor& w, const tensor& bias) {
   return y;
 }
 
+// x(:, t, b) of a (features, T, B) tensor.
+inline std::vector<double> row_of(const tensor& x, int t, int b) {
+  std::vector<double> row(static_cast<std::size_t>(x.dims[0]));
+  for (int i = 0; i < x.dims[0]; ++i)
+    row[std::size_t(i)] = x(i, t, b);
+  return row;
+}
+
 // Symmetric int8 quantization of one row as halformer defines it (dsl/expr.hpp):
 // step = max |x| / 127, q = x * (1 / step) rounded half to even and clamped to
 // +-127, in float32 (the definition's arithmetic; x holds float32 values). A zero
@@ -80,10 +88,7 @@ inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w
   tensor y({out, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
-      std::vector<double> row(static_cast<std::size_t>(in));
-      for (int i = 0; i < in; ++i)
-        row[std::size_t(i)] = x(i, t, b);
-      const quantized_row q = quantize_row(row);
+      const quantized_row q = quantize_row(row_of(x, t, b));
       for (int o = 0; o < out; ++o) {
         std::int64_t sum = 0;
         for (int i = 0; i < in; ++i)
@@ -271,13 +276,11 @@ inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residua
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[1];
   tensor h = quantized_linear(x, w1, s1, b1);
   for (double& v : h.data)
-    v = use_gelu ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) : (v > 0 ? v : 0);
+    v = use_gelu ? gelu(v) : relu(v);
   quantized_ffn_result r{add(residual, quantized_linear(h, w2, s2, b2)), tensor({D, T, B})};
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
-      std::vector<double> row(static_cast<std::size_t>(F));
-      for (int j = 0; j < F; ++j)
-        row[std::size_t(j)] = h(j, t, b);
+      const std::vector<double> row = row_of(h, t, b);
       const quantized_row q = quantize_row(row);
       const float inverse = q.step > 0 ? 1.0f / q.step : 0.0f;
       for (int j = 0; j < F; ++j) {
