@@ -140,4 +140,33 @@ problem ffn(shape_args& s, bool gelu) {
   return p;
 }
 
+// The embedding of an int8 table with a step per entry (values up to ~2).
+problem embedding(shape_args& s) {
+  problem p;
+  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  p.f_names = {"table_step", "out"}, p.i8_names = {"table"}, p.i_names = {"ids"}, p.outputs = {"out"};
+  p.scalars = {{"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
+               {"offset", halformer::i32_type, {.i32 = 0}}};
+  p.make = [=] {
+    call_set c{{int8_steps({V}, 1), fb(D, T, B)}, {ib(T, B)}};
+    c.i8.push_back(random_int8_weight({D, V}, 1));
+    std::uniform_int_distribution<int> id(0, V - 1);
+    c.i[0].for_each_value([&](int32_t& x) { x = id(rng); });
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    ref::tensor table = ref::to_ref(c.i8[0]); // times each entry's step
+    for (int v = 0; v < V; ++v)
+      for (int d = 0; d < D; ++d)
+        table(d, v) *= c.f[0](v);
+    for (auto [t, b] : sample_rows(T, B))
+      compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t), t, b, m);
+  };
+  p.flops = 2.0 * D * T * B, p.bytes = 5.0 * D * T * B;
+  // As the float embedding's (kernel_problems.cpp): the positions' float32 angles;
+  // an entry's value q x step is one float32 rounding.
+  p.tolerance = 1e-5 + 4.0 * T * std::ldexp(1.0, -24);
+  return p;
+}
+
 } // namespace halformer::problems::int8

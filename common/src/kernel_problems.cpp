@@ -246,6 +246,7 @@ const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
   static const std::map<std::string, std::function<problem(shape_args&)>> all{
       {"logits", logits},
       {"logits_int8", int8::logits},
+      {"embedding_int8", int8::embedding},
       {"qkv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "qkv"); }},
       {"kv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "kv"); }},
       {"q_projection_int8", [](shape_args& a) { return int8::head_projection(a, "q"); }},
@@ -323,7 +324,8 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
       {"beam_candidates",
        {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
       {"embedding",
-       {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1"}}};
+       {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1",
+        "d_model=512,vocab=1000,t=7,batch=4"}}};
   static const std::map<std::string, std::string> family{{"logits_int8", "logits"},
                                                          {"ffn_relu", "ffn"},
                                                          {"ffn_gelu", "ffn"},
@@ -338,7 +340,8 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
                                                          {"q_projection_int8", "heads"},
                                                          {"out_projection_int8", "heads"},
                                                          {"ffn_relu_int8", "ffn"},
-                                                         {"ffn_gelu_int8", "ffn"}};
+                                                         {"ffn_gelu_int8", "ffn"},
+                                                         {"embedding_int8", "embedding"}};
   const auto f = family.find(kernel);
   const auto it = shapes.find(f != family.end() ? f->second : kernel);
   return it != shapes.end() ? it->second : none;

@@ -21,10 +21,10 @@ template <class G> layer_descriptions described(const model_config& c, G gemms) 
     d.encoder = layers::flatten(layers::encoder_layer(false_c, c.activation, gemms));
     d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation, gemms));
   }
-  d.encoder_input = layers::flatten(layers::encoder_input());
+  d.encoder_input = layers::flatten(layers::encoder_input(gemms));
   if (c.final_norm) // without one the executor copies the last layer's "x" to the memory
     d.encoder_output = layers::flatten(layers::encoder_output());
-  d.decoder_input = layers::flatten(layers::decoder_input());
+  d.decoder_input = layers::flatten(layers::decoder_input(gemms));
   d.decoder_output = c.final_norm ? layers::flatten(layers::decoder_output(true_c, gemms))
                                   : layers::flatten(layers::decoder_output(false_c, gemms));
   d.candidates = layers::flatten(layers::beam_choice());

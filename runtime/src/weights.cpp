@@ -134,20 +134,26 @@ void ffn_and_norms(const safetensors_file& f, const std::string& prefix, const m
   }
 }
 
-// PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order.
-fbuffer embedding_table(const safetensors_file& f, const std::string& name, int vocab, int d) {
+// PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order; int8
+// tables are quantized per token's row, as a GEMM weight's output rows.
+void embedding_table(const safetensors_file& f, const std::string& name, int vocab, int d, gemm_weights type,
+                     layer_tensors& into, const std::string& as) {
   const auto e = f.read_f32(name, {vocab, d});
+  if (type == gemm_weights::int8) {
+    add_gemm_weight(e, {{}, 0, {d, vocab}, 1}, type, into, as);
+    return;
+  }
   fbuffer b(d, vocab);
   std::copy(e.begin(), e.end(), b.data());
-  return b;
+  into[as] = b;
 }
 } // namespace
 
 model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type) {
   model_weights w;
   w.gemms = type;
-  w.top["src_embed"] = embedding_table(f, "src_embed.weight", c.src_vocab, c.d_model);
-  w.top["tgt_embed"] = embedding_table(f, "tgt_embed.weight", c.tgt_vocab, c.d_model);
+  embedding_table(f, "src_embed.weight", c.src_vocab, c.d_model, type, w.top, "src_embed");
+  embedding_table(f, "tgt_embed.weight", c.tgt_vocab, c.d_model, type, w.top, "tgt_embed");
   for (int l = 0; l < c.num_encoder_layers; ++l) {
     const std::string p = "transformer.encoder.layers." + std::to_string(l) + ".";
     layer_tensors t;

@@ -7,7 +7,8 @@
 // quantized per output row (step max |w| / 127, values rounded half to even) and
 // kept in PyTorch's row order, the dot-product layout ((d_model, d_k, heads) for a
 // head projection), its steps under "<name>.step"; only the int8 values stay
-// resident. Embeddings, biases and norms stay float32 (d_model, vocab) / vectors.
+// resident. int8 embedding tables are quantized per token (a step per entry).
+// Biases and norms stay float32.
 #pragma once
 
 #include "halformer/config.hpp"

@@ -8,14 +8,19 @@ input and output projections) is replaced by halformer's int8 definition: weight
 quantized per output row in float32 as the loader does (step max|w|/127, values
 rounded half to even), the input quantized per row (its own step), the integer
 products summed exactly (float64 holds them), then scaled by both steps and
-biased. Everything else (LayerNorm, softmax, attention, embeddings) is PyTorch's.
+biased. The embedding tables are quantized per token's row the same way and used
+dequantized. Everything else (LayerNorm, softmax, attention) is PyTorch's.
 
-Bound: halformer computes activations in float32, so a value within float32's
-rounding of a .5 boundary could quantize one step apart, moving a logit by up to
-~1e-4 of the rms (none did: observed 4-7e-7 of the rms on every fixture, Zen 3
-AVX2). float32 logits differ from these by 4-57% of the rms (the int8
-quantization error), so 1e-3 separates "runs the quantized arithmetic" from "runs
-float32" and from any wiring error, and the float32 run must exceed 10x it.
+Bound: halformer computes activations in float32 (with FMA on AVX2, without on
+SSE4.1), so a value within float32's rounding of a .5 boundary can quantize one
+step apart from the float64 emulation's. On most rows nothing does: they agree to
+4-7e-7 of the rms (Zen 3). But these random-weight fixtures are chaotic (their
+int8 and float32 logits differ by 4-70% of the rms), so one flipped step can
+move a whole sentence by several % (base_width's last sentence on AVX2: 7%, its
+embedding off by one float32 ulp). So per sentence (batch row) the worst error
+is taken, and at least 3 of a fixture's 4 sentences must agree to 1e-4 of the
+rms: a wiring error, a wrong step or layout, moves every sentence (and float32
+is 2-70% of the rms away from every one).
 
 usage: int8_parity.py HALFORMER_CLI FIXTURE_DIR...
 """
@@ -34,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from export_torch import Seq2SeqTransformer  # noqa: E402
 
 PAD = 0
-BOUND = 1e-3
+BOUND = 1e-4
 
 
 def read_safetensors(path):
@@ -70,6 +75,10 @@ def int8_model(directory):
                                config["dim_feedforward"], config["activation"], config["norm_first"],
                                config["layer_norm_eps"])
     model.load_state_dict(read_safetensors(os.path.join(directory, "model.safetensors")), strict=False)
+    with torch.no_grad():
+        for table in (model.src_embed, model.tgt_embed):
+            q, step = quantize_rows_f32(table.weight)
+            table.weight.copy_(q * step)
     return model.double().eval()
 
 
@@ -90,11 +99,13 @@ def main():
                                check=True)
                 out.append(torch.from_numpy(np.load(path)).double())
         rms = want.pow(2).mean().sqrt()
-        error = ((got[0] - want).abs().max() / rms).item()
-        float_error = ((float32[0] - want).abs().max() / rms).item()
-        ok = error <= BOUND and float_error > 10 * BOUND
-        print(f"{os.path.basename(d)}: int8 |halformer - PyTorch emulation| / rms {error:.2e} (bound {BOUND}); "
-              f"float32 {float_error:.2e} (must exceed {10 * BOUND}): {'ok' if ok else 'FAILED'}")
+        per_row = [((got[0][b] - want[b]).abs().max() / rms).item() for b in range(want.shape[0])]
+        float_row = [((float32[0][b] - want[b]).abs().max() / rms).item() for b in range(want.shape[0])]
+        agree = sum(e <= BOUND for e in per_row)
+        ok = 4 * agree >= 3 * len(per_row) and min(float_row) > 10 * BOUND
+        print(f"{os.path.basename(d)}: int8 |halformer - PyTorch emulation| / rms per sentence "
+              f"{' '.join(f'{e:.1e}' for e in per_row)} ({agree} within {BOUND}); float32 "
+              f"{' '.join(f'{e:.1e}' for e in float_row)}: {'ok' if ok else 'FAILED'}")
         failures += not ok
     return 1 if failures else 0
 

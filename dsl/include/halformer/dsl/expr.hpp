@@ -94,7 +94,7 @@ struct softmax { // over dim 0, masked by key lengths and an optional causal rul
 struct layernorm { // over dim 0
   std::string name;
 };
-struct gather { // embedding rows by token id
+struct gather { // embedding rows by token id (an int8 table's rows times their steps)
   std::string name;
 };
 struct sinusoidal { // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)

@@ -1,5 +1,6 @@
-// The layers' GEMM steps (projections, FFN, logits) in either numeric type: float32
-// weights, or int8 weights quantized at load (the *_int8 kernels, dsl/kernels.hpp).
+// The layers' weight-heavy steps (projections, FFN, logits, embeddings) in either
+// numeric type: float32 weights, or int8 weights quantized at load (the *_int8
+// kernels, dsl/kernels.hpp).
 // A layer description takes the type as a compile-time tag, so a model's layers
 // name the kernels and weights of its type; everything else (LayerNorm, softmax,
 // attention) is float32 in both.
@@ -94,6 +95,26 @@ auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const
       return run_variant(k, "ffn_" + activation, o..., k.w1 >> weight("linear1.weight", shape(d_ff, d_model)),
                          k.w2 >> weight("linear2.weight", shape(d_model, d_ff)));
     });
+  }
+}
+
+// The scaled embeddings of the call's tokens (Seq: src or tgt) plus positions from
+// `offset`, into `out`: the table float32, or int8 with a step per entry.
+template <class G, class Seq>
+auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offset, const std::string& out) {
+  const auto common = [&](const auto& k) {
+    return hana::make_tuple(k.ids >> tokens(shape(seq, batch)), k.scale >> embedding_scale(), k.offset >> offset,
+                            out::model_layout("out") >> ref(out, shape(d_model, seq, batch)));
+  };
+  if constexpr (is_int8_v<G>) {
+    kernels::embedding_int8 k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run(k, o..., k.table >> weight(table, shape(d_model, vocab)),
+                 k.table_step >> weight(step_name(table), shape(vocab)));
+    });
+  } else {
+    kernels::embedding k;
+    return hana::unpack(common(k), [&](auto... o) { return run(k, o..., k.table >> weight(table, shape(d_model, vocab))); });
   }
 }
 

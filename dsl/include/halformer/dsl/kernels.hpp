@@ -227,6 +227,24 @@ struct logits_int8 {
   auto outputs() const { return hana::make_tuple(result("out", quantized_linear("logits", x, w, w_step, b))); }
 };
 
+// The embedding with an int8 table, one step per vocabulary entry (a token's row
+// quantized at load as the GEMM weights are); the same stages as embedding's.
+struct embedding_int8 {
+  static constexpr std::string_view name = "embedding_int8", schedule = "embedding";
+  decltype(input("table", shape(d_model, vocab), i8)) table = input("table", shape(d_model, vocab), i8);
+  decltype(input("table_step", shape(vocab))) table_step = input("table_step", shape(vocab));
+  decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
+  decltype(param("scale")) scale = param("scale");
+  decltype(param("offset", i32)) offset = param("offset", i32);
+
+  auto algorithm() const {
+    return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
+                         sinusoidal("positions", d_model, t, offset));
+  }
+  auto inputs() const { return hana::make_tuple(table, table_step, ids, scale, offset); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
+};
+
 // Q, K and V (or a subset) in head layout, x quantized once for all of them.
 // Weights (d_model, d_k, heads), steps and biases (d_k, heads).
 struct head_projection_int8 {
@@ -312,7 +330,7 @@ struct ffn_gelu_int8 : ffn_int8 {
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
-                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates, logits_int8,
+                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates, embedding_int8, logits_int8,
                   qkv_projection_int8, kv_projection_int8, q_projection_int8, out_projection_int8, ffn_relu_int8,
                   ffn_gelu_int8>;
 

@@ -114,21 +114,15 @@ auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms 
 // The model around its layers. Activation names with a phase ("decoder.memory")
 // are shared between the phases; the others belong to the step's phase.
 // Encoder input: source tokens -> scaled embeddings + positions from 0, as "x".
-inline auto encoder_input() {
-  kernels::embedding e;
-  return hana::make_tuple(run(e, e.table >> weight("src_embed", shape(d_model, vocab)),
-                              e.ids >> tokens(shape(src, batch)), e.scale >> embedding_scale(), e.offset >> constant(0),
-                              out::model_layout("out") >> ref("x", shape(d_model, src, batch))));
+template <class G = decltype(float32_gemms)> auto encoder_input(G gemms = {}) {
+  return hana::make_tuple(embedding_step(gemms, "src_embed", src, constant(0), "x"));
 }
 // Encoder output: the final norm of "x" into the memory the decoder reads (a
 // model without final norms copies "x": no kernel).
 inline auto encoder_output() { return hana::make_tuple(norm_step(src, "encoder_norm", "x", "decoder.memory")); }
 // Decoder input: target tokens -> embeddings at this call's positions, as "y".
-inline auto decoder_input() {
-  kernels::embedding e;
-  return hana::make_tuple(run(e, e.table >> weight("tgt_embed", shape(d_model, vocab)),
-                              e.ids >> tokens(shape(tgt, batch)), e.scale >> embedding_scale(), e.offset >> position(),
-                              out::model_layout("out") >> ref("y", shape(d_model, tgt, batch))));
+template <class G = decltype(float32_gemms)> auto decoder_input(G gemms = {}) {
+  return hana::make_tuple(embedding_step(gemms, "tgt_embed", tgt, position(), "y"));
 }
 // Decoder output: (final norm of "y", then) the logits over the target vocabulary.
 template <class FinalNorm, class G = decltype(float32_gemms)> auto decoder_output(FinalNorm final_norm, G gemms = {}) {

@@ -308,7 +308,10 @@ private:
     Halide::Expr id = call(ids);
     checked(vars(ids)) = Halide::require(id >= 0 && id < vocab, id, "token id", id, "at position", var(ids.dims[0]),
                                          "of batch row", var(ids.dims[1]), "is outside the vocabulary [0,", vocab, ")");
-    r.f(vars(r)) = table.f(var(r.dims[0]), Halide::clamp(checked(vars(ids)), 0, vocab - 1));
+    const Halide::Expr row = Halide::clamp(checked(vars(ids)), 0, vocab - 1);
+    const Halide::Expr value = table.f(var(r.dims[0]), row);
+    // An int8 table (quantize.hpp): its value times the row's step.
+    r.f(vars(r)) = a.size() == 3 ? Halide::cast<float>(value) * a[2].f(row) : value;
   }
 
   template <class Args> void build(const op::sinusoidal&, lowered& r, std::vector<lowered>& a, const Args&) {

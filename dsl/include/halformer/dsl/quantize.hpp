@@ -117,4 +117,16 @@ auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
   return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(w_step), std::move(bias));
 }
 
+// Embedding rows of an int8 table (d, vocab), quantized per row (one step per
+// vocabulary entry): float(table(:, id)) * step(id), the ids checked as gather's.
+template <Tensor Table, Tensor Step, Tensor Ids> auto gather(std::string name, Table table, Step step, Ids ids) {
+  static_assert(rank_v<shape_t<Table>> == 2 && dtype_v<Table> == dtype::i8,
+                "halformer::dsl::gather: a quantized table is int8 (d, vocab)");
+  static_assert(std::is_same_v<shape_t<Step>, decltype(hana::drop_front(shape_t<Table>{}))> && all_float_v<Step>,
+                "halformer::dsl::gather: a quantized table's steps are float32, one per vocabulary entry");
+  static_assert(dtype_v<Ids> == dtype::i32, "halformer::dsl::gather: the ids are int32");
+  using Out = decltype(hana::prepend(shape_t<Ids>{}, hana::front(shape_t<Table>{})));
+  return make(op::gather{std::move(name)}, Out{}, std::move(table), std::move(ids), std::move(step));
+}
+
 } // namespace halformer::dsl
