@@ -28,9 +28,6 @@ struct Model::impl {
 };
 
 namespace {
-// "cpu", "cuda", "opencl" or "auto" -> a usable device. A named GPU that is not
-// usable is an error; "auto" takes CUDA, else an OpenCL GPU, else the CPU, and
-// says why in the warnings.
 // "float32", "int8", "bfloat16" or "auto" on device `d` -> the GEMMs' weight type.
 gemm_weights select_compute_type(const std::string& name, device d) {
   if (name == "float32")
@@ -47,6 +44,9 @@ gemm_weights select_compute_type(const std::string& name, device d) {
   throw error("unknown compute type '" + name + "' (expected float32, int8, bfloat16 or auto)");
 }
 
+// "cpu", "cuda", "opencl" or "auto" -> a usable device. A named GPU that is not
+// usable is an error; "auto" takes CUDA, else an OpenCL GPU, else the CPU, and
+// says why in the warnings.
 device select_device(const std::string& name, std::vector<std::string>& warnings) {
   if (name == "cpu")
     return device::cpu;

@@ -1,5 +1,6 @@
 #include "weights.hpp"
 
+#include "halformer/dsl/gemm_steps.hpp"
 #include "halformer/weight_layout.hpp"
 
 #include <algorithm>
@@ -60,9 +61,10 @@ Halide::Runtime::Buffer<T> gemm_layout(const T* rows, std::vector<int> dims, con
   return b;
 }
 
-// A GEMM weight of the model's type under `name` (and "<name>.step" for int8).
-// float32: `float_dims` (output dims first); int8: `int8_dims` (input dims first,
-// `int8_inputs` of them). `out` x `in` PyTorch rows.
+// A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
+// and for int8 its steps under dsl::layers::step_name(name). The layouts, as the
+// kernels take them: float32 `float_dims` (output dims first), int8 `int8_dims`
+// (input dims first).
 struct gemm_shape {
   std::vector<int> float_dims;
   int float_outputs; // leading dims of float_dims that index the output
@@ -87,7 +89,7 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
   into[name] = gemm_layout(q.values.data(), s.int8_dims, is_input, s.int8_inputs);
   fbuffer steps(std::vector<int>(s.int8_dims.begin() + s.int8_inputs, s.int8_dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
-  into[name + ".step"] = steps;
+  into[dsl::layers::step_name(name)] = steps;
 }
 
 fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
