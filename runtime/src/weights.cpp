@@ -61,10 +61,26 @@ Halide::Runtime::Buffer<T> gemm_layout(const T* rows, std::vector<int> dims, con
   return b;
 }
 
-// A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
-// and for int8 its steps under dsl::layers::step_name(name). The layouts, as the
-// kernels take them: float32 `float_dims` (output dims first), int8 `int8_dims`
-// (input dims first).
+// PyTorch [out][in] rows `w` quantized per row into the int8 layout `dims` (its
+// first `inputs` dims index the input), under `name`, and their steps (the
+// remaining dims) under dsl::layers::step_name(name).
+void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
+                   const std::string& name) {
+  std::vector<bool> is_input(dims.size(), false);
+  std::fill_n(is_input.begin(), inputs, true);
+  int in = 1;
+  for (int d = 0; d < inputs; ++d)
+    in *= dims[std::size_t(d)];
+  const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
+  into[name] = gemm_layout(q.values.data(), dims, is_input, inputs);
+  fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
+  std::copy(q.steps.begin(), q.steps.end(), steps.data());
+  into[dsl::layers::step_name(name)] = steps;
+}
+
+// A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
+// The layouts, as the kernels take them: float32 `float_dims` (output dims
+// first), int8 `int8_dims` (input dims first; add_int8_rows).
 struct gemm_shape {
   std::vector<int> float_dims;
   int float_outputs; // leading dims of float_dims that index the output
@@ -73,23 +89,13 @@ struct gemm_shape {
 };
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
-  if (type == gemm_weights::float32) {
-    std::vector<bool> is_input(s.float_dims.size(), true);
-    std::fill_n(is_input.begin(), s.float_outputs, false);
-    into[name] = gemm_layout(w.data(), s.float_dims, is_input, s.float_outputs);
+  if (type == gemm_weights::int8) {
+    add_int8_rows(w, s.int8_dims, s.int8_inputs, into, name);
     return;
   }
-  std::vector<bool> is_input(s.int8_dims.size(), false);
-  std::fill_n(is_input.begin(), s.int8_inputs, true);
-  int in = 1;
-  for (int d = 0; d < s.int8_inputs; ++d)
-    in *= s.int8_dims[std::size_t(d)];
-  const int out = int(w.size() / std::size_t(in));
-  const quantized_rows q = quantize_rows(w, out, in);
-  into[name] = gemm_layout(q.values.data(), s.int8_dims, is_input, s.int8_inputs);
-  fbuffer steps(std::vector<int>(s.int8_dims.begin() + s.int8_inputs, s.int8_dims.end()));
-  std::copy(q.steps.begin(), q.steps.end(), steps.data());
-  into[dsl::layers::step_name(name)] = steps;
+  std::vector<bool> is_input(s.float_dims.size(), true);
+  std::fill_n(is_input.begin(), s.float_outputs, false);
+  into[name] = gemm_layout(w.data(), s.float_dims, is_input, s.float_outputs);
 }
 
 fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
@@ -142,7 +148,7 @@ void embedding_table(const safetensors_file& f, const std::string& name, int voc
                      layer_tensors& into, const std::string& as) {
   const auto e = f.read_f32(name, {vocab, d});
   if (type == gemm_weights::int8) {
-    add_gemm_weight(e, {{}, 0, {d, vocab}, 1}, type, into, as);
+    add_int8_rows(e, {d, vocab}, 1, into, as);
     return;
   }
   fbuffer b(d, vocab);
