@@ -16,6 +16,8 @@ apt_packages=(
   pocl-opencl-icd ocl-icd-opencl-dev   # OpenCL on the CPU for GPU-scheduled kernels
   python3-torch python3-numpy          # reference implementation for fixtures
   libopenblas-dev libdnnl-dev          # BLAS baselines (OpenBLAS, oneDNN sgemm) for benchmarks
+  libsentencepiece-dev                 # MarianMT tokenizers (halformer translate)
+  python3-venv                         # the reference venv below
 )
 
 need_apt=0
@@ -35,10 +37,17 @@ if [[ ! -x .venv/bin/python ]]; then
   echo "== venv: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import halide, ctranslate2, numpy" 2>/dev/null ||
+if ! .venv/bin/python -c "import halide, ctranslate2, numpy, nanobind" 2>/dev/null ||
    [[ ! -x .venv/bin/cmake || ! -x .venv/bin/ninja ]]; then
   echo "== venv: pip install -r scripts/requirements.txt"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+fi
+# Reference venv: transformers 4.40.2 (MarianMT parity tests) over Debian's
+# python3-torch, which only Debian's Python has.
+if ! .venv-ref/bin/python -c "import transformers, sentencepiece, torch" 2>/dev/null; then
+  echo "== venv: .venv-ref (transformers over Debian's torch)"
+  /usr/bin/python3 -m venv --system-site-packages .venv-ref
+  .venv-ref/bin/pip install -q --disable-pip-version-check -r scripts/requirements-reference.txt
 fi
 halide_dir=$(.venv/bin/python -c "import halide; print(halide.install_dir())")
 echo "== Halide $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("halide"))') at $halide_dir"
@@ -48,6 +57,10 @@ echo "== configure ($build)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHalide_ROOT="$halide_dir" >/dev/null
 echo "== build"
 cmake --build "$build" --parallel "$(nproc)"
+
+# `import halformer` in .venv: the package the build put in $build/python.
+site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+echo "$(cd "$build" && pwd)/python" > "$site/halformer.pth"
 
 echo "== demo: one encoder layer through the kernels"
 "$build/bin/halformer_demo"

@@ -21,7 +21,7 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
                 "their own buckets; batch 1 is tuned as well)");
   const std::string T = std::to_string(prefill_t), B = std::to_string(batch), D = std::to_string(m.d_model);
   const std::string heads = "d_k=" + std::to_string(m.d_model / m.heads) + ",heads=" + std::to_string(m.heads);
-  const std::string ffn = m.activation == "gelu" ? "ffn_gelu" : "ffn_relu";
+  const std::string ffn = "ffn_" + m.activation;
   const std::string ffn_dims = "d_model=" + D + ",d_ff=" + std::to_string(m.d_ff);
   const std::string src = std::to_string(m.src_vocab), tgt = std::to_string(m.tgt_vocab);
   // Per kernel: its shapes in the model, the primary (the AOT section's) first:

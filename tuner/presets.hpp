@@ -18,7 +18,7 @@ struct preset_entry {
 
 struct model_dims {
   int d_model, heads, d_ff, src_vocab, tgt_vocab;
-  std::string activation; // relu | gelu
+  std::string activation; // relu | gelu | silu
 };
 model_dims transformer_base(); // d_model 512, 8 heads, d_ff 2048, vocab 32000, relu
 

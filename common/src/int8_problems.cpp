@@ -112,7 +112,7 @@ problem out_projection(shape_args& s) {
   return p;
 }
 
-problem ffn(shape_args& s, bool gelu) {
+problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1_step", "b1", "w2_step", "b2", "out"}, p.i8_names = {"w1", "w2"};
@@ -127,7 +127,7 @@ problem ffn(shape_args& s, bool gelu) {
     const auto w1 = int8_weight_to_ref(c.i8[0], 1), w2 = int8_weight_to_ref(c.i8[1], 1);
     const auto s1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), s2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
     for (auto [t, b] : sample_rows(T, B)) {
-      const auto want = ref::quantized_ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, s1, b1, w2, s2, b2, gelu);
+      const auto want = ref::quantized_ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, s1, b1, w2, s2, b2, act);
       for (int o = 0; o < D; ++o)
         m.add(c.f[6](o, t, b), want.y.data[std::size_t(o)], want.slack.data[std::size_t(o)]);
     }
@@ -144,9 +144,11 @@ problem ffn(shape_args& s, bool gelu) {
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  const bool split = s.get("split", 0) != 0;
   p.f_names = {"table_step", "out"}, p.i8_names = {"table"}, p.i_names = {"ids"}, p.outputs = {"out"};
   p.scalars = {{"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
-               {"offset", halformer::i32_type, {.i32 = 0}}};
+               {"offset", halformer::i32_type, {.i32 = 0}},
+               {"split_positions", halformer::bool_type, {.boolean = split}}};
   p.make = [=] {
     call_set c{{int8_steps({V}, 1), fb(D, T, B)}, {ib(T, B)}};
     c.i8.push_back(random_int8_weight({D, V}, 1));
@@ -160,7 +162,7 @@ problem embedding(shape_args& s) {
       for (int d = 0; d < D; ++d)
         table(d, v) *= c.f[0](v);
     for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t), t, b, m);
+      compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split), t, b, m);
   };
   p.flops = 2.0 * D * T * B, p.bytes = 5.0 * D * T * B;
   // As the float embedding's (kernel_problems.cpp): the positions' float32 angles;

@@ -10,7 +10,7 @@ namespace halformer::problems::int8 {
 problem logits(shape_args& s);
 problem head_projection(shape_args& s, const std::string& which); // which: e.g. "qkv"
 problem out_projection(shape_args& s);
-problem ffn(shape_args& s, bool gelu);
+problem ffn(shape_args& s, ref::activation act);
 problem embedding(shape_args& s);
 
 } // namespace halformer::problems::int8

@@ -36,7 +36,7 @@ problem logits(shape_args& s) {
   return p;
 }
 
-problem ffn(shape_args& s, bool gelu) {
+problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
@@ -48,7 +48,7 @@ problem ffn(shape_args& s, bool gelu) {
   p.verify = [=](call_set& c, error_meter& m) {
     const auto w1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), w2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
     for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, gelu), t, b, m);
+      compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, act), t, b, m);
   };
   p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + 3 * D * T * B);
   p.gemms = {{T * B, F, D}, {T * B, D, F}};
@@ -220,8 +220,10 @@ problem beam_candidates(shape_args& s) {
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
+  const bool split = s.get("split", 0) != 0; // positions' layout: sines then cosines
   p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"};
-  p.scalars = {f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0)};
+  p.scalars = {f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
+               bool_scalar("split_positions", split)};
   p.make = [=] {
     call_set c{{random({D, V}, 1), fb(D, T, B)}, {ib(T, B)}};
     std::uniform_int_distribution<int> id(0, V - 1);
@@ -231,7 +233,7 @@ problem embedding(shape_args& s) {
   p.verify = [=](call_set& c, error_meter& m) {
     const auto table = ref::to_ref(c.f[0]);
     for (auto [t, b] : sample_rows(T, B)) {
-      const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t);
+      const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split);
       compare_row3(c.f[1], want, t, b, m);
     }
   };
@@ -251,10 +253,12 @@ const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
       {"kv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "kv"); }},
       {"q_projection_int8", [](shape_args& a) { return int8::head_projection(a, "q"); }},
       {"out_projection_int8", int8::out_projection},
-      {"ffn_relu_int8", [](shape_args& a) { return int8::ffn(a, false); }},
-      {"ffn_gelu_int8", [](shape_args& a) { return int8::ffn(a, true); }},
-      {"ffn_relu", [](shape_args& a) { return ffn(a, false); }},
-      {"ffn_gelu", [](shape_args& a) { return ffn(a, true); }},
+      {"ffn_relu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::relu); }},
+      {"ffn_gelu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::gelu); }},
+      {"ffn_silu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::silu); }},
+      {"ffn_relu", [](shape_args& a) { return ffn(a, ref::activation::relu); }},
+      {"ffn_gelu", [](shape_args& a) { return ffn(a, ref::activation::gelu); }},
+      {"ffn_silu", [](shape_args& a) { return ffn(a, ref::activation::silu); }},
       {"qkv_projection", [](shape_args& a) { return head_projection(a, "qkv"); }},
       {"kv_projection", [](shape_args& a) { return head_projection(a, "kv"); }},
       {"q_projection", [](shape_args& a) { return head_projection(a, "q"); }},
@@ -325,10 +329,12 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1",
-        "d_model=512,vocab=1000,t=7,batch=4"}}};
+        "d_model=512,vocab=1000,t=7,batch=4", "d_model=35,vocab=50,t=9,batch=2,split=1",
+        "d_model=64,vocab=10,t=1,batch=3,split=1"}}};
   static const std::map<std::string, std::string> family{{"logits_int8", "logits"},
                                                          {"ffn_relu", "ffn"},
                                                          {"ffn_gelu", "ffn"},
+                                                         {"ffn_silu", "ffn"},
                                                          {"qkv_projection", "heads"},
                                                          {"kv_projection", "heads"},
                                                          {"q_projection", "heads"},
@@ -341,6 +347,7 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
                                                          {"out_projection_int8", "heads"},
                                                          {"ffn_relu_int8", "ffn"},
                                                          {"ffn_gelu_int8", "ffn"},
+                                                         {"ffn_silu_int8", "ffn"},
                                                          {"embedding_int8", "embedding"}};
   const auto f = family.find(kernel);
   const auto it = shapes.find(f != family.end() ? f->second : kernel);

@@ -39,6 +39,7 @@ int shape_args::operator[](const std::string& k) {
   used.push_back(k);
   return it->second;
 }
+int shape_args::get(const std::string& k, int otherwise) { return v.count(k) ? (*this)[k] : otherwise; }
 void shape_args::check_all_used() const {
   for (const auto& [k, x] : v)
     if (std::find(used.begin(), used.end(), k) == used.end())

@@ -81,7 +81,7 @@ std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::str
     return typed(tuner::preset(r.preset));
   if (!r.model_dir.empty()) {
     std::vector<std::string> warnings;
-    const auto c = model_config::load(r.model_dir + "/config.json", &warnings);
+    const auto c = model_config::load_dir(r.model_dir, &warnings);
     return typed(tuner::model_shapes({c.d_model, c.nhead, c.dim_feedforward, c.src_vocab, c.tgt_vocab, c.activation},
                                      r.prefill_tokens, r.batch));
   }

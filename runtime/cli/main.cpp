@@ -1,5 +1,6 @@
 // halformer: the command line.
-//   halformer run      --model DIR [--beam K] [--max-len N] [--nbest N] [--input FILE] ...
+//   halformer run       --model DIR [--beam K] [--max-len N] [--nbest N] [--input FILE] ...  (token ids)
+//   halformer translate --model MARIAN_DIR [the same options]                           (text)
 //   halformer forward  --model DIR --src SRC.npy --tgt TGT.npy --out-logits OUT.npy [--out-memory MEM.npy]
 //   halformer info     [--model DIR]
 #include "../src/npy.hpp"
@@ -8,6 +9,7 @@
 #include "halformer/model.hpp"
 #include "halformer_build_info.h"
 #include "halformer_kernels.h"
+#include "model_commands.hpp"
 #include "tuner.hpp"
 
 #include <CLI/CLI.hpp>
@@ -24,96 +26,6 @@ namespace tuner = halformer::tuner;
 using namespace halformer::cli;
 
 namespace {
-
-// One line of space-separated token ids; `line_no` names the line in errors.
-sentence parse_line(const std::string& line, std::size_t line_no) {
-  std::istringstream in(line);
-  sentence s;
-  std::string word;
-  while (in >> word) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != word.size() || v < 0 || v > (1ll << 30))
-      throw error(fmt::format("input line {}: '{}' is not a token id", line_no, word));
-    s.push_back(int(v));
-  }
-  if (s.empty())
-    throw error(fmt::format("input line {} is empty", line_no));
-  return s;
-}
-
-std::string join(const sentence& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i)
-    out += (i ? " " : "") + std::to_string(s[i]);
-  return out;
-}
-
-int run(const std::string& dir, const load_options& lo, const decode_options& o, const std::string& input, int batch,
-        bool profile) {
-  Model model = Model::load(dir, lo);
-  for (const auto& w : model.warnings())
-    fmt::print(stderr, "halformer: warning: {}\n", w);
-  model.set_profiling(profile);
-  std::ifstream file;
-  if (!input.empty()) {
-    file.open(input);
-    if (!file)
-      throw error("cannot open input '" + input + "'");
-  }
-  std::istream& in = input.empty() ? std::cin : file;
-  std::string line;
-  std::size_t line_no = 0;
-  bool more = true;
-  while (more) {
-    std::vector<sentence> chunk;
-    while (int(chunk.size()) < batch && (more = bool(std::getline(in, line)))) {
-      chunk.push_back(parse_line(line, ++line_no));
-      const auto& c = model.config();
-      if (int(chunk.back().size()) > lo.max_source_length)
-        throw error(fmt::format("input line {} has {} tokens, more than the maximum {} (--max-source-len)", line_no,
-                                chunk.back().size(), lo.max_source_length));
-      for (int id : chunk.back())
-        if (id >= c.src_vocab)
-          throw error(fmt::format("input line {}: token id {} is outside the source vocabulary [0, {})", line_no, id,
-                                  c.src_vocab));
-    }
-    if (chunk.empty())
-      break;
-    const std::size_t first_line = line_no - chunk.size() + 1;
-    // Print in input order, each sentence as soon as it and all before it are done.
-    std::vector<std::vector<hypothesis>> ready(chunk.size());
-    std::vector<char> is_ready(chunk.size(), 0);
-    std::size_t next = 0;
-    auto flush = [&] {
-      for (; next < chunk.size() && is_ready[next]; ++next) {
-        if (o.nbest == 1)
-          fmt::print("{}\n", join(ready[next][0].tokens));
-        else
-          for (const auto& h : ready[next])
-            fmt::print("{} ||| {} ||| {:.6f}\n", first_line + next - 1, join(h.tokens), h.score);
-      }
-      std::fflush(stdout);
-    };
-    try {
-      model.translate(chunk, o, [&](std::size_t i, const std::vector<hypothesis>& h) {
-        ready[i] = h;
-        is_ready[i] = 1;
-        flush();
-      });
-    } catch (const error& e) {
-      throw error(fmt::format("input lines {}-{}: {}", first_line, line_no, e.what()));
-    }
-  }
-  if (profile)
-    fmt::print(stderr, "profile (kernel ISA {}):\n{}", halformer_active_isa(), model.profile().table());
-  return 0;
-}
 
 std::vector<sentence> rows_of(const npy::int_array& a, const std::string& what) {
   if (a.shape.size() != 2)
@@ -146,11 +58,8 @@ int forward(const std::string& dir, const load_options& lo, const std::string& s
 
 // Every command's options, filled in by CLI11.
 struct options {
-  load_options lo;
-  decode_options o;
-  std::string dir, input, src, tgt, out_logits, out_memory;
-  int batch = 32;
-  bool profile = false;
+  model_request m; // run, translate; forward and info use its directory and load options
+  std::string src, tgt, out_logits, out_memory;
   tuner::tune_options to;
   cli::tune_request tr;
   tuner::build_lib_options bo;
@@ -160,34 +69,46 @@ struct options {
   bool cmp_all = false;
 };
 
-CLI::App* add_run(CLI::App& app, options& p) {
-  auto [lo, o, dir, input, batch] = std::tie(p.lo, p.o, p.dir, p.input, p.batch);
-  auto* run_cmd = app.add_subcommand("run", "translate token-id lines (stdin or --input) into token-id lines");
-  run_cmd->add_option("--model", dir, "model directory (config.json + model.safetensors)")->required();
-  run_cmd->add_option("--beam", o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
-  run_cmd->add_option("--max-len", o.max_len, "maximum new tokens per sentence")->check(CLI::Range(1, 100000));
-  run_cmd->add_option("--max-source-len", lo.max_source_length, "longer source lines are an error")
+// The options of every command that decodes: run and translate.
+void add_decoding(CLI::App* cmd, model_request& m) {
+  cmd->add_option("--model", m.dir, "model directory (halformer's format or a MarianMT directory)")->required();
+  cmd->add_option("--beam", m.o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
+  cmd->add_option("--max-len", m.o.max_len, "maximum new tokens per sentence")->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-source-len", m.lo.max_source_length, "longer sources are an error")
       ->check(CLI::Range(1, 1 << 20));
-  run_cmd->add_option("--nbest", o.nbest, "hypotheses per input (> 1: 'line ||| ids ||| score' lines)")
+  cmd->add_option("--nbest", m.o.nbest, "hypotheses per input (> 1: 'line ||| result ||| score' lines)")
       ->check(CLI::Range(1, 64));
-  run_cmd->add_option("--length-penalty", o.length_penalty, "beam scores are log P / length^this")
+  cmd->add_option("--length-penalty", m.o.length_penalty, "beam scores are log P / length^this")
       ->check(CLI::Range(0.0, 10.0));
-  run_cmd->add_option("--input", input, "input file (default: stdin)");
-  run_cmd->add_option("--batch", batch, "sentences decoded together")->check(CLI::Range(1, 4096));
-  run_cmd->add_option("--threads", lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
-  run_cmd->add_option("--device", lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
+  cmd->add_option("--input", m.input, "input file (default: stdin)");
+  cmd->add_option("--output", m.output, "output file (default: stdout)");
+  cmd->add_option("--batch", m.batch, "sentences decoded together")->check(CLI::Range(1, 4096));
+  cmd->add_option("--threads", m.lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--device", m.lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
-  run_cmd
-      ->add_option("--compute-type", lo.compute_type,
-                   "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
+  cmd->add_option("--compute-type", m.lo.compute_type,
+                  "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
       ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
-  run_cmd->add_flag("--profile", p.profile, "print each kernel's time per phase and the host's work to stderr");
+  cmd->add_flag("--profile", m.profile, "print each kernel's time per phase and the host's work to stderr");
+}
 
-  return run_cmd;
+CLI::App* add_run(CLI::App& app, options& p) {
+  auto* cmd = app.add_subcommand("run", "translate token-id lines (stdin or --input) into token-id lines");
+  add_decoding(cmd, p.m);
+  return cmd;
+}
+
+CLI::App* add_translate(CLI::App& app, options& p) {
+  auto* cmd = app.add_subcommand("translate", "translate text lines with a MarianMT directory's tokenizer "
+                                              "(SentencePiece + vocab.json); empty lines stay empty");
+  add_decoding(cmd, p.m);
+  p.m.progress = true; // on stderr, when it is a terminal
+  return cmd;
 }
 
 CLI::App* add_forward(CLI::App& app, options& p) {
-  auto [lo, dir, src, tgt, out_logits, out_memory] = std::tie(p.lo, p.dir, p.src, p.tgt, p.out_logits, p.out_memory);
+  auto [lo, dir, src, tgt, out_logits, out_memory] =
+      std::tie(p.m.lo, p.m.dir, p.src, p.tgt, p.out_logits, p.out_memory);
   auto* fwd = app.add_subcommand("forward", "teacher-forced forward pass on .npy token arrays");
   fwd->add_option("--model", dir, "model directory")->required();
   fwd->add_option("--src", src, "source ids, int64 [batch, src_len], padded with pad_id")->required();
@@ -330,25 +251,29 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   options p;
   auto* run_cmd = add_run(app, p);
+  auto* translate_cmd = add_translate(app, p);
   auto* fwd = add_forward(app, p);
   auto* tune_cmd = add_tune(app, p);
   auto* lib_cmd = add_build_lib(app, p);
   auto* cmp_cmd = add_compare(app, p);
   auto* info = app.add_subcommand("info", "CPU features, kernel ISA, schedules, Halide version");
-  info->add_option("--model", p.dir, "also describe this model");
-  info->add_option("--compute-type", p.lo.compute_type, "describe the model's kernels in this compute type")
+  info->add_option("--model", p.m.dir, "also describe this model");
+  info->add_option("--compute-type", p.m.lo.compute_type, "describe the model's kernels in this compute type")
       ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (p.o.nbest > p.o.beam)
-      throw error(fmt::format("--nbest {} exceeds --beam {}", p.o.nbest, p.o.beam));
-    p.lo.max_batch = std::max(p.batch * p.o.beam, 1);
-    p.lo.max_target_length = std::max(p.o.max_len, 1);
+    model_request& m = p.m;
+    if (m.o.nbest > m.o.beam)
+      throw error(fmt::format("--nbest {} exceeds --beam {}", m.o.nbest, m.o.beam));
+    m.lo.max_batch = std::max(m.batch * m.o.beam, 1);
+    m.lo.max_target_length = std::max(m.o.max_len, 1);
     if (*run_cmd)
-      return run(p.dir, p.lo, p.o, p.input, p.batch, p.profile);
+      return run(m);
+    if (*translate_cmd)
+      return translate(m);
     if (*fwd)
-      return forward(p.dir, p.lo, p.src, p.tgt, p.out_logits, p.out_memory);
+      return forward(m.dir, m.lo, p.src, p.tgt, p.out_logits, p.out_memory);
     if (*tune_cmd)
       return tune(p.tr, p.to);
     if (*cmp_cmd)
@@ -357,7 +282,7 @@ int main(int argc, char** argv) {
     if (*lib_cmd)
       return build_lib(p);
     if (*info)
-      print_info(p.dir, p.lo);
+      print_info(m.dir, m.lo);
   } catch (const std::exception& e) {
     fmt::print(stderr, "halformer: error: {}\n", e.what());
     return 1;

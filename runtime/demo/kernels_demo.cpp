@@ -67,7 +67,8 @@ int main() {
     const char* name;
     double ms;
   } steps[] = {
-      {"embedding", timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, x), "embedding"); })},
+      {"embedding",
+       timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, false, x), "embedding"); })},
       {"qkv_projection", timed([&] { check(hf_qkv_projection(x, wq, wk, wv, bq, bk, bv, q, k, v), "qkv"); })},
       {"attention", timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, a), "attention"); })},
       {"out_projection", timed([&] { check(hf_out_projection(a, wo, bo, x, y), "out_projection"); })},

@@ -63,7 +63,37 @@ public:
 
 private:
   int blocks() const { return e_.rows() / K_; }
-  double normalized(double score, int len) const { return score / std::pow(double(len), double(o_.length_penalty)); }
+  bool transformers_rules() const { return c_.beam == model_config::beam_rules::transformers; }
+  bool banned(int token) const {
+    return std::find(c_.banned_ids.begin(), c_.banned_ids.end(), token) != c_.banned_ids.end();
+  }
+  bool forced_eos(int step) const { return c_.forced_eos && step == o_.max_len - 1; }
+  // A hypothesis' score at `step` (0-based): its length counts every new token, EOS included.
+  double normalized(double score, int step) const {
+    return score / std::pow(double(step + 1), double(o_.length_penalty));
+  }
+  // Log-probabilities add up in float32 under transformers' rules, as its beam scores do.
+  double accumulate(double score, float log_prob) const {
+    return transformers_rules() ? double(float(score) + log_prob) : score + double(log_prob);
+  }
+  // Adds a finished hypothesis. transformers' rules keep the beam best by score (on
+  // a tie the earlier); halformer's keep the first beam ones.
+  void add_finished(std::vector<hypothesis>& f, hypothesis h) {
+    if (!transformers_rules()) {
+      if (int(f.size()) < K_)
+        f.push_back(std::move(h));
+      return;
+    }
+    const auto worst = [&] {
+      return std::min_element(f.begin(), f.end(),
+                              [](const hypothesis& a, const hypothesis& b) { return a.score < b.score; });
+    };
+    if (int(f.size()) == K_ && !(h.score > worst()->score))
+      return;
+    f.push_back(std::move(h));
+    if (int(f.size()) > K_)
+      f.erase(worst());
+  }
 
   void decode(int step) {
     for (int j = 0; j < blocks(); ++j)
@@ -84,54 +114,88 @@ private:
     on_done_(std::size_t(s), std::move(f));
   }
 
-  // Greedy: the kernels pick each row's token; only ids and log-probabilities come back.
+  // Greedy: the kernels pick each row's token; only ids and log-probabilities come
+  // back. A banned pick reads the row's candidates instead (beam_candidates: a few
+  // chunks of its logits); the step that must end with EOS takes it, certain (log
+  // P 0, as transformers' forced EOS).
   void greedy_step(int step) {
     const int* ids = nullptr;
     const float* lps = nullptr;
     e_.pick(ids, lps);
+    bool from_logits = false;
+    for (int j = 0; j < blocks() && !from_logits && !forced_eos(step); ++j)
+      from_logits = !done_[std::size_t(block_[std::size_t(j)])] && banned(ids[j]);
+    executor::beam_candidates c;
+    if (from_logits)
+      c = e_.candidates();
     for (int j = 0; j < blocks(); ++j) {
       const int s = block_[std::size_t(j)];
       if (done_[std::size_t(s)])
         continue;
+      int id = ids[j];
+      float lp = lps[j];
+      if (forced_eos(step)) {
+        id = c_.eos_id, lp = 0;
+      } else if (banned(id)) {
+        best_tokens(c, j, 0, 0.0, false);
+        id = best_.front().token, lp = row_log_probs(c, j)(c.logits(id, 0, j));
+      }
       beam& b = live_[std::size_t(s)];
-      const double score = b.score + double(lps[j]);
+      const double score = accumulate(b.score, lp);
       auto& f = finished_[std::size_t(s)];
-      if (ids[j] == c_.eos_id) {
-        hypothesis h{b.tokens, float(normalized(score, step + 1))};
-        h.tokens.push_back(ids[j]);
+      if (id == c_.eos_id) {
+        hypothesis h{b.tokens, float(normalized(score, step))};
+        h.tokens.push_back(id);
         f.push_back(std::move(h));
       } else {
-        b.tokens.push_back(ids[j]);
+        b.tokens.push_back(id);
         b.score = score;
         if (step == o_.max_len - 1)
-          f.push_back({b.tokens, float(normalized(score, step + 1))});
+          f.push_back({b.tokens, float(normalized(score, step))});
       }
       if (!f.empty())
         finish(s);
     }
   }
 
-  // Beam b's (row r's) 2K best tokens (ties: lower id), by insertion into a short
-  // list. Log-probabilities are logit - max + top, monotone in the logit, so a
-  // token whose log-probability is below the 2K-th best chunk maximum's has 2K
-  // better tokens (one per such chunk): only chunks whose maximum reaches it are read.
-  void propose(const executor::beam_candidates& c, int r, int b, double score) {
+  // A row's log-probabilities from its candidates: logit - max + the best's.
+  struct row_log_probs {
+    float row_max, top;
+    row_log_probs(const executor::beam_candidates& c, int r) {
+      const int chunks = c.chunk_max.dim(0).extent();
+      const float* chunk_max = &c.chunk_max(0, 0, r);
+      row_max = *std::max_element(chunk_max, chunk_max + chunks), top = c.top_log_prob(0, r);
+    }
+    float operator()(float logit) const { return (logit - row_max) + top; }
+  };
+
+  // Beam b's (row r's) 2K best allowed tokens into best_ (ties: lower id), by
+  // insertion into a short list; `only_eos`: EOS alone, certain (the forced last step).
+  // Log-probabilities are logit - max + top, monotone in the logit, so a token
+  // whose log-probability is below the (2K + banned)-th best chunk maximum's has 2K
+  // better allowed tokens: only chunks whose maximum reaches it are read.
+  void best_tokens(const executor::beam_candidates& c, int r, int b, double score, bool only_eos) {
     const float* logit = &c.logits(0, 0, r);
     const float* chunk_max = &c.chunk_max(0, 0, r);
     const int chunks = c.chunk_max.dim(0).extent(), size = dsl::kernels::beam_candidates::chunk;
-    const float row_max = *std::max_element(chunk_max, chunk_max + chunks), top = c.top_log_prob(0, r);
-    const auto log_prob = [&](float x) { return (x - row_max) + top; };
+    const row_log_probs log_prob(c, r);
+    best_.clear();
+    if (only_eos) {
+      best_.push_back({accumulate(score, 0.0f), b, c_.eos_id});
+      return;
+    }
     sorted_chunks_.assign(chunk_max, chunk_max + chunks);
-    const int n = std::min(2 * K_, chunks);
+    const int n = std::min(2 * K_ + int(c_.banned_ids.size()), chunks);
     std::nth_element(sorted_chunks_.begin(), sorted_chunks_.begin() + (n - 1), sorted_chunks_.end(),
                      std::greater<float>());
     const float threshold = log_prob(sorted_chunks_[std::size_t(n - 1)]);
-    best_.clear();
     for (int k = 0; k < chunks; ++k) {
       if (log_prob(chunk_max[k]) < threshold)
         continue;
       for (int v = k * size; v < std::min(c_.tgt_vocab, (k + 1) * size); ++v) {
-        const candidate cand{score + double(log_prob(logit[v])), b, v};
+        if (banned(v))
+          continue;
+        const candidate cand{accumulate(score, log_prob(logit[v])), b, v};
         if (int(best_.size()) == 2 * K_ && !(cand < best_.back()))
           continue;
         best_.insert(std::upper_bound(best_.begin(), best_.end(), cand), cand);
@@ -139,7 +203,6 @@ private:
           best_.pop_back();
       }
     }
-    cands_.insert(cands_.end(), best_.begin(), best_.end());
   }
 
   void beam_step(int step) {
@@ -152,8 +215,10 @@ private:
         continue;
       cands_.clear();
       for (int b = 0; b < K_; ++b)
-        if (live_[std::size_t(s) * K_ + b].alive)
-          propose(c, j * K_ + b, b, live_[std::size_t(s) * K_ + b].score);
+        if (live_[std::size_t(s) * K_ + b].alive) {
+          best_tokens(c, j * K_ + b, b, live_[std::size_t(s) * K_ + b].score, forced_eos(step));
+          cands_.insert(cands_.end(), best_.begin(), best_.end());
+        }
       std::sort(cands_.begin(), cands_.end());
       extend(s, j, step);
     }
@@ -165,15 +230,15 @@ private:
     const bool last = step == o_.max_len - 1;
     auto& f = finished_[std::size_t(s)];
     int extended = 0;
-    for (const candidate& cand : cands_) {
+    for (std::size_t rank = 0; rank < cands_.size(); ++rank) {
+      const candidate& cand = cands_[rank];
       const beam& from = live_[std::size_t(s) * K_ + cand.beam];
       if (cand.token == c_.eos_id) {
-        if (int(f.size()) < K_) {
-          hypothesis h{from.tokens, 0};
-          h.tokens.push_back(cand.token);
-          h.score = float(normalized(cand.score, step + 1));
-          f.push_back(std::move(h));
-        }
+        if (transformers_rules() && int(rank) >= K_)
+          continue;
+        hypothesis h{from.tokens, float(normalized(cand.score, step))};
+        h.tokens.push_back(cand.token);
+        add_finished(f, std::move(h));
       } else {
         beam& to = next_[std::size_t(s) * K_ + extended];
         to.tokens.assign(from.tokens.begin(), from.tokens.end());
@@ -187,10 +252,10 @@ private:
     }
     for (int b = extended; b < K_; ++b)
       next_[std::size_t(s) * K_ + b].alive = false;
-    if (last)
-      for (int b = 0; b < extended && int(f.size()) < K_; ++b) {
+    if (last && !(transformers_rules() && int(f.size()) >= K_)) // (there a sentence with beam hypotheses is done)
+      for (int b = 0; b < extended; ++b) {
         const beam& x = next_[std::size_t(s) * K_ + b];
-        f.push_back({x.tokens, float(normalized(x.score, step + 1))});
+        add_finished(f, {x.tokens, float(normalized(x.score, step))});
       }
     for (int b = 0; b < K_; ++b)
       std::swap(live_[std::size_t(s) * K_ + b], next_[std::size_t(s) * K_ + b]);

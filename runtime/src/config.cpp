@@ -1,56 +1,22 @@
 #include "halformer/config.hpp"
 
+#include "config_json.hpp"
+#include "marian_config.hpp"
+
 #include "halformer/error.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
-#include <sstream>
 
 namespace halformer {
 
-namespace {
-using nlohmann::json;
-
-int get_int(const json& j, const std::string& key, const std::string& where, int min) {
-  if (!j.contains(key))
-    throw error(where + ": missing required key '" + key + "'");
-  const json& v = j[key];
-  if (!v.is_number_integer())
-    throw error(where + ": key '" + key + "' must be an integer, not " + v.dump());
-  const auto x = v.get<std::int64_t>();
-  if (x < min || x > (1 << 30))
-    throw error(where + ": key '" + key + "' = " + std::to_string(x) + " is out of range (>= " + std::to_string(min) +
-                ")");
-  return static_cast<int>(x);
-}
-bool get_bool(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key))
-    throw error(where + ": missing required key '" + key + "'");
-  if (!j[key].is_boolean())
-    throw error(where + ": key '" + key + "' must be true or false, not " + j[key].dump());
-  return j[key].get<bool>();
-}
-std::string get_string(const json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key))
-    throw error(where + ": missing required key '" + key + "'");
-  if (!j[key].is_string())
-    throw error(where + ": key '" + key + "' must be a string, not " + j[key].dump());
-  return j[key].get<std::string>();
-}
-} // namespace
+using namespace config_json;
 
 model_config model_config::parse(const std::string& text, const std::string& where,
                                  std::vector<std::string>* warnings) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    throw error(where + " is not valid JSON: " + e.what());
-  }
-  if (!j.is_object())
-    throw error(where + ": expected a JSON object");
+  const json j = parse_object(text, where);
   model_config c;
   c.d_model = get_int(j, "d_model", where, 1);
   c.nhead = get_int(j, "nhead", where, 1);
@@ -66,8 +32,8 @@ model_config model_config::parse(const std::string& text, const std::string& whe
   c.final_norm = get_bool(j, "final_norm", where);
   c.scale_embedding = get_bool(j, "scale_embedding", where);
   c.activation = get_string(j, "activation", where);
-  if (c.activation != "relu" && c.activation != "gelu")
-    throw error(where + ": activation '" + c.activation + "' is not relu or gelu");
+  if (c.activation != "relu" && c.activation != "gelu" && c.activation != "silu")
+    throw error(where + ": activation '" + c.activation + "' is not relu, gelu or silu");
   if (!j.contains("layer_norm_eps"))
     throw error(where + ": missing required key 'layer_norm_eps'");
   if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0))
@@ -95,12 +61,24 @@ model_config model_config::parse(const std::string& text, const std::string& whe
 }
 
 model_config model_config::load(const std::string& path, std::vector<std::string>* warnings) {
-  std::ifstream in(path);
-  if (!in)
-    throw error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path, warnings);
+  return parse(read_text(path), path, warnings);
+}
+
+model_config model_config::load_dir(const std::string& dir, std::vector<std::string>* warnings) {
+  const std::string path = dir + "/config.json";
+  const std::string text = read_text(path);
+  const json j = parse_object(text, path);
+  if (!j.contains("model_type"))
+    return parse(text, path, warnings); // halformer's own format
+  const std::string type = get_string(j, "model_type", path);
+  if (type != "marian")
+    throw error(path + ": model_type '" + type +
+                "' is not supported (supported: marian, or halformer's own "
+                "format without a model_type; docs/model-format.md)");
+  const std::string generation = dir + "/generation_config.json";
+  const bool has_generation = std::ifstream(generation).good();
+  return parse_marian_config(j, path, has_generation ? parse_object(read_text(generation), generation) : json::object(),
+                             generation, warnings);
 }
 
 } // namespace halformer

@@ -161,7 +161,8 @@ executor::scalar_value executor::scalar(const operand& o) const {
                    : o.kind == role::layer_norm_eps ? config_.layer_norm_eps
                    : o.kind == role::embedding_scale
                        ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)
-                       : o.value;
+                   : o.kind == role::split_positions ? double(config_.positions == position_layout::split)
+                                                     : o.value;
   scalar_value s{};
   if (o.type.code == halide_type_float)
     s.f32 = float(v);

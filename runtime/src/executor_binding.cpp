@@ -80,6 +80,14 @@ void executor::bind_top(const layer_descriptions& layers) {
 
 fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, role kind) {
   auto [it, fresh] = acts_.try_emplace(key);
+  if (!fresh && act_dims_.at(key) != dims) {
+    std::string a, b;
+    for (const auto& d : act_dims_.at(key))
+      a += " " + d;
+    for (const auto& d : dims)
+      b += " " + d;
+    throw error("activation '" + key + "' is described with dims (" + a + " ) and (" + b + " )");
+  }
   if (fresh) {
     act_dims_[key] = dims;
     if (kind == role::cache)
@@ -171,6 +179,7 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   case role::position:
   case role::layer_norm_eps:
   case role::embedding_scale:
+  case role::split_positions:
     return op;
   case role::cache:
   case role::per_source:
@@ -184,7 +193,7 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   // is), and per decoder layer for what persists across steps (caches,
   // cross-attention keys and values).
   const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
-  const bool qualified = o.actual.find('.') != std::string::npos;
+  const bool qualified = o.actual.rfind("encoder.", 0) == 0 || o.actual.rfind("decoder.", 0) == 0;
   const std::string prefix = per_layer ? scope + "." : qualified ? "" : decoder ? "decoder." : "encoder.";
   op.act = &activation(prefix + o.actual, o.dims, o.kind);
   for (std::size_t d = 0; d < o.dims.size(); ++d) {

@@ -3,6 +3,7 @@
 #include "beam_search.hpp"
 #include "devices.hpp"
 #include "executor.hpp"
+#include "executor_pool.hpp"
 #include "kernel_memory.hpp"
 
 #include <HalideRuntimeOpenCL.h>
@@ -20,11 +21,12 @@ struct Model::impl {
   std::vector<std::string> warnings;
   load_options options;
   model_weights weights;
-  std::unique_ptr<executor> exec;
-  int position = 0; // next decode_step's position
-  ibuffer step_ids; // (1, rows), sized by begin()
   halformer::device device = halformer::device::cpu;
-  std::unique_ptr<profiler> prof; // while profiling
+  std::unique_ptr<executor_pool> pool; // translate(), encode(), forward(): one executor per call
+  std::unique_ptr<executor> session;   // begin() and decode_step()'s
+  int position = 0;                    // next decode_step's position
+  ibuffer step_ids;                    // (1, rows), sized by begin()
+  std::unique_ptr<profiler> prof;      // while profiling
 };
 
 namespace {
@@ -76,6 +78,19 @@ device select_device(const std::string& name, std::vector<std::string>& warnings
   return device::cpu;
 #endif
 }
+
+// A model with a last position (Marian's max_position_embeddings) takes no longer
+// source or target: the load options' maxima are cut to it, and a longer one is an
+// error naming it.
+void check_positions(const model_config& c, load_options& o) {
+  if (c.max_positions <= 0)
+    return;
+  o.max_source_length = std::min(o.max_source_length, c.max_positions);
+  o.max_target_length = std::min(o.max_target_length, c.max_positions);
+}
+std::string limit_text(const model_config& c, int limit) {
+  return std::to_string(limit) + (limit == c.max_positions ? " (the model's max_position_embeddings)" : "");
+}
 } // namespace
 
 Model::Model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -120,20 +135,22 @@ Model Model::load(const std::string& dir, const load_options& options) {
                                              : int(std::max(1u, std::thread::hardware_concurrency())));
   auto p = std::make_unique<impl>();
   p->options = options;
-  p->config = model_config::load(dir + "/config.json", &p->warnings);
+  p->config = model_config::load_dir(dir, &p->warnings);
   p->device = select_device(options.device, p->warnings);
   const gemm_weights gemms = select_compute_type(options.compute_type, p->device);
+  check_positions(p->config, p->options);
   safetensors_file file(dir + "/model.safetensors");
   p->weights = model_weights::load(file, p->config, gemms);
   executor::upload_weights(p->weights, p->device);
-  p->exec = std::make_unique<executor>(p->config, p->weights, p->device);
+  p->pool = std::make_unique<executor_pool>(p->config, p->weights, p->device);
+  p->session = std::make_unique<executor>(p->config, p->weights, p->device);
   return Model(std::move(p));
 }
 
 namespace {
 // Validates token ids and builds the padded (len, rows) id buffer and lengths.
 void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, const char* what, ibuffer& ids,
-          ibuffer& lengths) {
+          ibuffer& lengths, const model_config& c) {
   if (rows.empty())
     throw error(std::string(what) + ": empty batch");
   std::size_t longest = 0;
@@ -142,7 +159,7 @@ void pack(const std::vector<sentence>& rows, int vocab, int pad, int max_len, co
       throw error(std::string(what) + " " + std::to_string(i) + " is empty");
     if (int(rows[i].size()) > max_len)
       throw error(std::string(what) + " " + std::to_string(i) + " has " + std::to_string(rows[i].size()) +
-                  " tokens, more than the maximum " + std::to_string(max_len));
+                  " tokens, more than the maximum " + limit_text(c, max_len));
     for (std::size_t j = 0; j < rows[i].size(); ++j)
       if (rows[i][j] < 0 || rows[i][j] >= vocab)
         throw error(std::string(what) + " " + std::to_string(i) + ", position " + std::to_string(j) + ": token id " +
@@ -189,13 +206,13 @@ std::vector<sentence> strip_padding(const std::vector<sentence>& rows, int pad, 
 } // namespace
 
 std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sources) {
-  impl_->step_ids = ibuffer(); // the executor's state now belongs to this call
   ibuffer ids, lengths;
-  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
-       lengths);
-  impl_->exec->reserve({int(sources.size()), ids.dim(0).extent(), 1});
-  impl_->exec->encode(ids, lengths);
-  fbuffer m = impl_->exec->memory_on_host();
+  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids, lengths,
+       impl_->config);
+  const auto e = impl_->pool->acquire(impl_->prof.get());
+  e->reserve({int(sources.size()), ids.dim(0).extent(), 1});
+  e->encode(ids, lengths);
+  fbuffer m = e->memory_on_host();
   std::vector<std::vector<float>> out(sources.size());
   for (std::size_t b = 0; b < sources.size(); ++b)
     out[b].assign(&m(0, 0, int(b)), &m(0, 0, int(b)) + std::size_t(m.dim(0).extent()) * m.dim(1).extent());
@@ -204,11 +221,12 @@ std::vector<std::vector<float>> Model::encode(const std::vector<sentence>& sourc
 
 void Model::begin(const std::vector<sentence>& sources) {
   ibuffer ids, lengths;
-  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
-       lengths);
-  impl_->exec->reserve({int(sources.size()), ids.dim(0).extent(), impl_->options.max_target_length});
-  impl_->exec->encode(ids, lengths);
-  impl_->exec->project_memory();
+  pack(sources, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids, lengths,
+       impl_->config);
+  executor& e = *impl_->session;
+  e.reserve({int(sources.size()), ids.dim(0).extent(), impl_->options.max_target_length});
+  e.encode(ids, lengths);
+  e.project_memory();
   impl_->position = 0;
   impl_->step_ids = ibuffer(1, int(sources.size()));
 }
@@ -220,9 +238,9 @@ std::vector<float> Model::decode_step(const std::vector<int>& tokens) {
 }
 
 void Model::decode_step(const std::vector<int>& tokens, std::vector<float>& logits) {
-  executor& e = *impl_->exec;
+  executor& e = *impl_->session;
   if (impl_->step_ids.data() == nullptr)
-    throw error("decode_step: call begin() first (translate, encode and forward end a decoding session)");
+    throw error("decode_step: call begin() first");
   if (int(tokens.size()) != e.rows())
     throw error("decode_step: " + std::to_string(tokens.size()) + " tokens for " + std::to_string(e.rows()) +
                 " sentences");
@@ -238,7 +256,6 @@ void Model::decode_step(const std::vector<int>& tokens, std::vector<float>& logi
 
 void Model::forward(const std::vector<sentence>& src, const std::vector<sentence>& tgt, std::vector<float>& logits,
                     std::vector<float>* memory) {
-  impl_->step_ids = ibuffer();
   const model_config& c = impl_->config;
   if (src.size() != tgt.size())
     throw error("forward: " + std::to_string(src.size()) + " source rows but " + std::to_string(tgt.size()) +
@@ -251,16 +268,17 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
       throw error("forward: row " + std::to_string(i) + " is not as long as row 0 (rows must be padded)");
   ibuffer src_ids, src_lengths, tgt_ids, tgt_lengths;
   pack(strip_padding(src, c.pad_id, "source"), c.src_vocab, c.pad_id, impl_->options.max_source_length, "source",
-       src_ids, src_lengths);
+       src_ids, src_lengths, impl_->config);
   // The target is decoded teacher-forced as given, padding included (as PyTorch).
-  pack(tgt, c.tgt_vocab, c.pad_id, impl_->options.max_source_length, "target", tgt_ids, tgt_lengths);
+  pack(tgt, c.tgt_vocab, c.pad_id, impl_->options.max_target_length, "target", tgt_ids, tgt_lengths, impl_->config);
   // Keep the padded source width: outputs are [batch][src_len][...].
   ibuffer ids(int(src_len), int(src.size()));
   ids.fill(c.pad_id);
   for (int b = 0; b < ids.dim(1).extent(); ++b)
     for (int j = 0; j < src_lengths(b); ++j)
       ids(j, b) = src_ids(j, b);
-  executor& e = *impl_->exec;
+  const auto leased = impl_->pool->acquire(impl_->prof.get());
+  executor& e = *leased;
   e.reserve({int(src.size()), int(src_len), int(tgt_len), int(tgt_len)});
   e.encode(ids, src_lengths);
   e.project_memory();
@@ -272,25 +290,25 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
 std::vector<std::vector<hypothesis>>
 Model::translate(const std::vector<sentence>& sources, const decode_options& o,
                  const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done) {
-  impl_->step_ids = ibuffer();
   if (o.beam < 1)
     throw error("beam must be >= 1, not " + std::to_string(o.beam));
   if (o.nbest < 1 || o.nbest > o.beam)
     throw error("nbest must be in [1, beam = " + std::to_string(o.beam) + "], not " + std::to_string(o.nbest));
   if (o.max_len < 1 || o.max_len > impl_->options.max_target_length)
-    throw error("max_len must be in [1, " + std::to_string(impl_->options.max_target_length) + "], not " +
+    throw error("max_len must be in [1, " + limit_text(impl_->config, impl_->options.max_target_length) + "], not " +
                 std::to_string(o.max_len));
   if (!(o.length_penalty >= 0))
     throw error("length_penalty must be >= 0");
   std::vector<std::vector<hypothesis>> results(sources.size());
+  const auto leased = impl_->pool->acquire(impl_->prof.get());
   const std::size_t per_batch = std::max(1, impl_->options.max_batch / o.beam);
   for (std::size_t first = 0; first < sources.size(); first += per_batch) {
     const std::size_t n = std::min(per_batch, sources.size() - first);
     std::vector<sentence> chunk(sources.begin() + first, sources.begin() + first + n);
     ibuffer ids, lengths;
-    pack(chunk, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids,
-         lengths);
-    beam_search(*impl_->exec, impl_->config, ids, lengths, o, [&](std::size_t i, std::vector<hypothesis> h) {
+    pack(chunk, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids, lengths,
+         impl_->config);
+    beam_search(*leased, impl_->config, ids, lengths, o, [&](std::size_t i, std::vector<hypothesis> h) {
       results[first + i] = std::move(h);
       if (on_done)
         on_done(first + i, results[first + i]);
@@ -301,7 +319,7 @@ Model::translate(const std::vector<sentence>& sources, const decode_options& o,
 
 void Model::set_profiling(bool on) {
   impl_->prof = on ? std::make_unique<profiler>() : nullptr;
-  impl_->exec->set_profiler(impl_->prof.get());
+  impl_->session->set_profiler(impl_->prof.get());
 }
 const run_profile& Model::profile() const {
   static const run_profile none;

@@ -1,10 +1,13 @@
 #include "weights.hpp"
 
 #include "halformer/dsl/gemm_steps.hpp"
+#include "halformer/error.hpp"
 #include "halformer/weight_layout.hpp"
+#include "tensor_names.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace halformer {
 
@@ -27,9 +30,11 @@ quantized_rows quantize_rows(const std::vector<float>& w, int out, int in) {
 
 std::size_t model_weights::bytes() const {
   std::size_t n = 0;
+  std::set<const void*> counted; // tied tensors share a buffer
   const auto add = [&](const layer_tensors& t) {
     for (const auto& [name, b] : t)
-      n += b.number_of_elements() * b.type().bytes();
+      if (counted.insert(b.data()).second)
+        n += b.number_of_elements() * b.type().bytes();
   };
   add(top);
   for (const auto* layers : {&encoder, &decoder})
@@ -98,92 +103,167 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
   into[name] = gemm_layout(w.data(), s.float_dims, is_input, s.float_outputs);
 }
 
-fbuffer vector_of(const safetensors_file& f, const std::string& name, int n) {
-  const auto v = f.read_f32(name, {n});
-  fbuffer b(n);
-  std::copy(v.begin(), v.end(), b.data());
-  return b;
-}
+// Reads the runtime's tensors (tensor_names.hpp) through the format's name table.
+// Tensors stored once but used twice (tied embeddings) are repacked once per
+// layout and held once: `repacked` hands out the same buffer again.
+class tensor_reader {
+public:
+  tensor_reader(const safetensors_file& f, const model_config& c) : f_(f), c_(c) {}
 
-// nn.MultiheadAttention `prefix` (e.g. "...layers.0.self_attn") as "<as>.w_q" etc.
-void attention_weights(const safetensors_file& f, const std::string& prefix, const std::string& as,
-                       const model_config& c, gemm_weights type, layer_tensors& out) {
-  const int d = c.d_model, dk = c.d_k(), H = c.nhead;
-  const auto w = f.read_f32(prefix + ".in_proj_weight", {3 * d, d});
-  const auto b = f.read_f32(prefix + ".in_proj_bias", {3 * d});
-  const char* names[] = {"q", "k", "v"};
-  for (int block = 0; block < 3; ++block) {
-    const std::vector<float> rows(w.begin() + std::ptrdiff_t(block) * d * d,
-                                  w.begin() + std::ptrdiff_t(block + 1) * d * d);
-    add_gemm_weight(rows, {{dk, H, d}, 2, {d, dk, H}, 1}, type, out, as + ".w_" + names[block]);
-    fbuffer bias(dk, H); // output h * d_k + j
-    std::copy(b.begin() + std::ptrdiff_t(block) * d, b.begin() + std::ptrdiff_t(block + 1) * d, bias.data());
-    out[as + ".b_" + names[block]] = bias;
+  // The stored tensor `name` resolves to: the first of its names the file holds.
+  std::string stored(const std::string& name) const {
+    const tensor_source s = tensor_source_of(c_, name);
+    for (const auto& n : s.names)
+      if (f_.has(n))
+        return n;
+    std::string all;
+    for (const auto& n : s.names)
+      all += (all.empty() ? "'" : " or '") + n + "'";
+    throw error("model is missing tensor " + all + " (" + name + ", " + f_.path() + ")");
   }
-  // out_proj: input feature h * d_k + j.
-  add_gemm_weight(f.read_f32(prefix + ".out_proj.weight", {d, d}), {{d, dk, H}, 1, {dk, H, d}, 2}, type, out,
-                  as + ".w_o");
-  out[as + ".b_o"] = vector_of(f, prefix + ".out_proj.bias", d);
+
+  // `name`'s values, checked to have `shape`.
+  std::vector<float> read(const std::string& name, const std::vector<std::int64_t>& shape) const {
+    tensor_source s = tensor_source_of(c_, name);
+    const std::string from = stored(name);
+    if (s.leading_rows) { // as many rows as stored, if at least `shape[0]`
+      const auto& stored_shape = f_.tensors().at(from).shape;
+      s.stored_shape = shape;
+      if (!stored_shape.empty() && stored_shape[0] > shape[0])
+        s.stored_shape[0] = stored_shape[0];
+    }
+    if (s.stored_shape.empty())
+      return f_.read_f32(from, shape);
+    const std::vector<float> all = f_.read_f32(from, s.stored_shape);
+    std::size_t n = 1, row = 1;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      n *= std::size_t(shape[d]), row *= d > 0 ? std::size_t(shape[d]) : 1;
+    const std::size_t begin = std::size_t(s.first_row) * row;
+    if (begin + n > all.size())
+      throw error("tensor '" + from + "' is too small to hold " + name);
+    return {all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + n)};
+  }
+
+  fbuffer vector(const std::string& name, int n) const {
+    const auto v = read(name, {n});
+    fbuffer b(n);
+    std::copy(v.begin(), v.end(), b.data());
+    return b;
+  }
+
+  // Puts `name` repacked as `layout` (a key naming the layout) into `into` under
+  // `as` (and its step, for int8): repacked by `make` the first time, shared after.
+  template <class Make>
+  void repacked(const std::string& name, const std::string& layout, layer_tensors& into, const std::string& as,
+                Make make) {
+    const std::string key = stored(name) + " as " + layout;
+    auto it = repacked_.find(key);
+    if (it == repacked_.end()) {
+      layer_tensors one;
+      make(one);
+      it = repacked_.emplace(key, std::move(one)).first;
+    }
+    for (const auto& [n, b] : it->second) // "<as>" and maybe its step
+      into[n == "" ? as : as + n] = b;
+  }
+
+  const model_config& config() const { return c_; }
+
+private:
+  const safetensors_file& f_;
+  const model_config& c_;
+  std::map<std::string, layer_tensors> repacked_; // by stored name and layout; "" the weight, else a suffix
+};
+
+// A layer's self- or cross-attention (`kind`) as "<as>.w_q" etc.
+void attention_weights(const tensor_reader& r, const std::string& layer, const std::string& kind, const std::string& as,
+                       gemm_weights type, layer_tensors& out) {
+  const model_config& c = r.config();
+  const int d = c.d_model, dk = c.d_k(), H = c.nhead;
+  for (const std::string which : {"q", "k", "v"}) {
+    const std::string name = layer + kind + "." + which;
+    add_gemm_weight(r.read(name + ".weight", {d, d}), {{dk, H, d}, 2, {d, dk, H}, 1}, type, out, as + ".w_" + which);
+    const auto b = r.read(name + ".bias", {d});
+    fbuffer bias(dk, H); // output h * d_k + j
+    std::copy(b.begin(), b.end(), bias.data());
+    out[as + ".b_" + which] = bias;
+  }
+  // The output projection's input feature is h * d_k + j.
+  add_gemm_weight(r.read(layer + kind + ".o.weight", {d, d}), {{d, dk, H}, 1, {dk, H, d}, 2}, type, out, as + ".w_o");
+  out[as + ".b_o"] = r.vector(layer + kind + ".o.bias", d);
 }
 
-void ffn_and_norms(const safetensors_file& f, const std::string& prefix, const model_config& c, int norms,
-                   gemm_weights type, layer_tensors& out) {
-  const int d = c.d_model, ff = c.dim_feedforward;
-  add_gemm_weight(f.read_f32(prefix + "linear1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1}, type, out,
-                  "linear1.weight");
-  out["linear1.bias"] = vector_of(f, prefix + "linear1.bias", ff);
-  add_gemm_weight(f.read_f32(prefix + "linear2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1}, type, out,
-                  "linear2.weight");
-  out["linear2.bias"] = vector_of(f, prefix + "linear2.bias", d);
+void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, gemm_weights type, layer_tensors& out) {
+  const int d = r.config().d_model, ff = r.config().dim_feedforward;
+  add_gemm_weight(r.read(layer + "fc1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1}, type, out, "linear1.weight");
+  out["linear1.bias"] = r.vector(layer + "fc1.bias", ff);
+  add_gemm_weight(r.read(layer + "fc2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1}, type, out, "linear2.weight");
+  out["linear2.bias"] = r.vector(layer + "fc2.bias", d);
   for (int n = 1; n <= norms; ++n) {
     const std::string norm = "norm" + std::to_string(n);
-    out[norm + ".weight"] = vector_of(f, prefix + norm + ".weight", d);
-    out[norm + ".bias"] = vector_of(f, prefix + norm + ".bias", d);
+    out[norm + ".weight"] = r.vector(layer + norm + ".weight", d);
+    out[norm + ".bias"] = r.vector(layer + norm + ".bias", d);
   }
 }
 
 // PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order; int8
-// tables are quantized per token's row, as a GEMM weight's output rows.
-void embedding_table(const safetensors_file& f, const std::string& name, int vocab, int d, gemm_weights type,
-                     layer_tensors& into, const std::string& as) {
-  const auto e = f.read_f32(name, {vocab, d});
-  if (type == gemm_weights::int8) {
-    add_int8_rows(e, {d, vocab}, 1, into, as);
-    return;
-  }
-  fbuffer b(d, vocab);
-  std::copy(e.begin(), e.end(), b.data());
-  into[as] = b;
+// tables are quantized per token's row, as a GEMM weight's output rows (so a
+// generator tied to the table shares it).
+void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
+  const int d = r.config().d_model;
+  const bool int8 = type == gemm_weights::int8;
+  r.repacked(name, int8 ? "int8 rows" : "float32 table", into, name, [&](layer_tensors& one) {
+    const auto e = r.read(name, {vocab, d});
+    if (int8) {
+      add_int8_rows(e, {d, vocab}, 1, one, "");
+      return;
+    }
+    fbuffer b(d, vocab);
+    std::copy(e.begin(), e.end(), b.data());
+    one[""] = b;
+  });
+}
+
+// The generator's weight, shared with the target table where tied and int8 (the
+// same rows and steps); a float32 GEMM takes it transposed, a layout of its own.
+void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
+  const model_config& c = r.config();
+  const bool int8 = type == gemm_weights::int8;
+  r.repacked("generator.weight", int8 ? "int8 rows" : "float32 generator", into, "generator.weight",
+             [&](layer_tensors& one) {
+               add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}),
+                               {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, one, "");
+             });
 }
 } // namespace
 
 model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type) {
   model_weights w;
   w.gemms = type;
-  embedding_table(f, "src_embed.weight", c.src_vocab, c.d_model, type, w.top, "src_embed");
-  embedding_table(f, "tgt_embed.weight", c.tgt_vocab, c.d_model, type, w.top, "tgt_embed");
+  tensor_reader r(f, c);
+  embedding_table(r, "src_embed", c.src_vocab, type, w.top);
+  embedding_table(r, "tgt_embed", c.tgt_vocab, type, w.top);
   for (int l = 0; l < c.num_encoder_layers; ++l) {
-    const std::string p = "transformer.encoder.layers." + std::to_string(l) + ".";
+    const std::string layer = "encoder." + std::to_string(l) + ".";
     layer_tensors t;
-    attention_weights(f, p + "self_attn", "self_attn", c, type, t);
-    ffn_and_norms(f, p, c, 2, type, t);
+    attention_weights(r, layer, "self_attn", "self_attn", type, t);
+    ffn_and_norms(r, layer, 2, type, t);
     w.encoder.push_back(std::move(t));
   }
   for (int l = 0; l < c.num_decoder_layers; ++l) {
-    const std::string p = "transformer.decoder.layers." + std::to_string(l) + ".";
+    const std::string layer = "decoder." + std::to_string(l) + ".";
     layer_tensors t;
-    attention_weights(f, p + "self_attn", "self_attn", c, type, t);
-    attention_weights(f, p + "multihead_attn", "multihead_attn", c, type, t);
-    ffn_and_norms(f, p, c, 3, type, t);
+    attention_weights(r, layer, "self_attn", "self_attn", type, t);
+    attention_weights(r, layer, "cross_attn", "multihead_attn", type, t);
+    ffn_and_norms(r, layer, 3, type, t);
     w.decoder.push_back(std::move(t));
   }
   if (c.final_norm)
-    for (const std::string part : {"encoder", "decoder"})
+    for (const std::string part : {"encoder_norm.", "decoder_norm."})
       for (const std::string v : {"weight", "bias"})
-        w.top[part + "_norm." + v] = vector_of(f, "transformer." + part + ".norm." + v, c.d_model);
-  add_gemm_weight(f.read_f32("generator.weight", {c.tgt_vocab, c.d_model}),
-                  {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, w.top, "generator.weight");
-  w.top["generator.bias"] = vector_of(f, "generator.bias", c.tgt_vocab);
+        w.top[part + v] = r.vector(part + v, c.d_model);
+  generator_weight(r, type, w.top);
+  w.top["generator.bias"] = r.vector("generator.bias", c.tgt_vocab);
   return w;
 }
 

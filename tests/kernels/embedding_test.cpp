@@ -11,19 +11,22 @@ using test::Buffer;
 TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
   struct shape {
     int d_model, vocab, t, batch, offset;
+    bool split; // sines then cosines (Marian) instead of interleaved
   };
-  for (const auto& s : {shape{1, 1, 1, 1, 0}, shape{7, 11, 7, 2, 0}, shape{64, 100, 64, 3, 5}, shape{333, 50, 7, 1, 1},
-                        shape{512, 1000, 1, 8, 200}, shape{16, 20, 333, 1, 0}}) {
+  for (const auto& s : {shape{1, 1, 1, 1, 0, false}, shape{7, 11, 7, 2, 0, false}, shape{64, 100, 64, 3, 5, false},
+                        shape{333, 50, 7, 1, 1, false}, shape{512, 1000, 1, 8, 200, false},
+                        shape{16, 20, 333, 1, 0, false}, shape{1, 1, 1, 1, 0, true}, shape{7, 11, 7, 2, 3, true},
+                        shape{512, 1000, 1, 8, 200, true}, shape{333, 50, 7, 1, 1, true}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset "
-                    << s.offset);
+                    << s.offset << " split " << s.split);
     auto table = test::random({s.d_model, s.vocab});
     Buffer<int32_t> ids(s.t, s.batch);
     std::vector<std::vector<int>> id_rows(s.batch, std::vector<int>(s.t));
     ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });
     const float scale = std::sqrt(float(s.d_model));
     Buffer<float> out(s.d_model, s.t, s.batch);
-    REQUIRE_OK(HF(embedding)(table, ids, scale, s.offset, out));
-    const auto want = ref::embedding(test::to_ref(table), id_rows, scale, s.offset);
+    REQUIRE_OK(HF(embedding)(table, ids, scale, s.offset, s.split, out));
+    const auto want = ref::embedding(test::to_ref(table), id_rows, scale, s.offset, s.split);
     const double atol = 1e-5 + 4.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
     double worst = 0;
     std::size_t i = 0;
@@ -43,6 +46,6 @@ TEST_CASE("out-of-range token ids are an error naming the id", "[embedding][erro
   for (int bad : {10, -1, 1 << 30}) {
     ids.fill(3);
     ids(2, 1) = bad;
-    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 1.0f, 0, out), "token id " + std::to_string(bad));
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 1.0f, 0, false, out), "token id " + std::to_string(bad));
   }
 }

@@ -132,7 +132,7 @@ static void errors_have_messages(void) {
   halide_buffer_t bt = make_buffer(table, dt, et, 2, 0), bi = make_buffer(ids, di, ei, 2, 1),
                   bo = make_buffer(out, dout, eo, 3, 0);
   halformer_clear_error();
-  int rc = hf_embedding(&bt, &bi, 1.0f, 0, &bo);
+  int rc = hf_embedding(&bt, &bi, 1.0f, 0, 0, &bo);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "token id 4"), "rc %d, message '%s'", rc, halformer_last_error());
 
   int eo_bad[3] = {3, 5, 1}; /* t = 5 but ids have 2 positions */
@@ -140,7 +140,7 @@ static void errors_have_messages(void) {
   halide_buffer_t bo_bad = make_buffer(out_bad, dout, eo_bad, 3, 0);
   ids[1] = 2;
   halformer_clear_error();
-  rc = hf_embedding(&bt, &bi, 1.0f, 0, &bo_bad);
+  rc = hf_embedding(&bt, &bi, 1.0f, 0, 0, &bo_bad);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "out"), "rc %d, message '%s'", rc, halformer_last_error());
 
   EXPECT(halformer_force_isa("avx1024") != 0 && strstr(halformer_last_error(), "avx1024"), "unknown ISA accepted");

@@ -148,3 +148,32 @@ TEST_CASE("incremental decode_step equals the teacher-forced forward pass", "[pa
     }
   }
 }
+
+// The decoder's activations are sized by the target, the encoder's by the source:
+// a target longer than the source once overran a buffer the two shared by name.
+TEST_CASE("forward with a target longer than the source equals decode_step", "[parity][cache]") {
+  for (const std::string name : {"post_ln_relu", "base_width"}) {
+    INFO("fixture " << name);
+    Model m = Model::load(fixtures::dir(name));
+    auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/tgt.npy"));
+    std::vector<halformer::sentence> src;
+    for (const auto& row : fixtures::sources(name))
+      src.push_back({row[0], row[1 % row.size()]}); // two tokens, shorter than every target
+    std::vector<float> logits;
+    m.forward(src, tgt, logits);
+    m.begin(src);
+    const std::size_t V = std::size_t(m.config().tgt_vocab), T = tgt[0].size();
+    REQUIRE(T > 2);
+    for (std::size_t t = 0; t < T; ++t) {
+      std::vector<int> tokens;
+      for (const auto& row : tgt)
+        tokens.push_back(row[t]);
+      const auto step = m.decode_step(tokens);
+      std::vector<float> want;
+      for (std::size_t b = 0; b < tgt.size(); ++b)
+        want.insert(want.end(), logits.begin() + (b * T + t) * V, logits.begin() + (b * T + t + 1) * V);
+      INFO("position " << t);
+      CHECK(worst_relative(step, want) <= 1e-5);
+    }
+  }
+}

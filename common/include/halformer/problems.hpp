@@ -37,6 +37,7 @@ struct shape_args {
   std::map<std::string, int> v;
   std::vector<std::string> used;
   int operator[](const std::string& k);
+  int get(const std::string& k, int otherwise); // an optional key
   void check_all_used() const;
 };
 

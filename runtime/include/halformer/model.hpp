@@ -45,6 +45,10 @@ struct load_options {
   std::string compute_type = "float32";
 };
 
+// Thread safety: translate(), encode() and forward() may be called from several
+// threads at once on one Model (each call decodes with its own executor:
+// activations, caches and state; the weights are shared). With profiling on,
+// calls run one at a time.
 class Model {
 public:
   // Loads DIR/config.json and DIR/model.safetensors; weights are repacked once.
@@ -74,8 +78,8 @@ public:
 
   // Incremental decoding, one step at a time: begin() encodes the sources and
   // resets the caches; each decode_step() consumes one token per sentence and
-  // returns the next-token logits, (batch x tgt_vocab) row-major. translate(),
-  // encode() and forward() end the session (decode_step then asks for begin()).
+  // returns the next-token logits, (batch x tgt_vocab) row-major. One session per
+  // model: begin() and decode_step() are not for concurrent use.
   void begin(const std::vector<sentence>& sources);
   std::vector<float> decode_step(const std::vector<int>& tokens);
   // The same into `logits` (resized; allocates nothing once it has the capacity).

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ref {
@@ -249,13 +251,25 @@ inline tensor add(const tensor& a, const tensor& b) {
 
 inline double relu(double x) { return x > 0 ? x : 0; }
 inline double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+inline double silu(double x) { return x / (1 + std::exp(-x)); }
+
+// The FFN activations, by the names model configurations use.
+enum class activation { relu, gelu, silu };
+inline double activate(activation a, double x) {
+  return a == activation::relu ? relu(x) : a == activation::gelu ? gelu(x) : silu(x);
+}
+inline activation activation_named(const std::string& name) {
+  if (name == "relu" || name == "gelu" || name == "silu")
+    return name == "relu" ? activation::relu : name == "gelu" ? activation::gelu : activation::silu;
+  throw std::invalid_argument("no reference activation '" + name + "'");
+}
 
 // residual + W2 act(W1 x + b1) + b2
 inline tensor ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& b1, const tensor& w2,
-                  const tensor& b2, bool use_gelu) {
+                  const tensor& b2, activation act) {
   tensor h = linear(x, w1, b1);
   for (double& v : h.data)
-    v = use_gelu ? gelu(v) : relu(v);
+    v = activate(act, v);
   return add(residual, linear(h, w2, b2));
 }
 
@@ -272,11 +286,11 @@ struct quantized_ffn_result {
 };
 inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& s1,
                                           const tensor& b1, const tensor& w2, const tensor& s2, const tensor& b2,
-                                          bool use_gelu, double ambiguity = 1e-3) {
+                                          activation act, double ambiguity = 1e-3) {
   const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[1];
   tensor h = quantized_linear(x, w1, s1, b1);
   for (double& v : h.data)
-    v = use_gelu ? gelu(v) : relu(v);
+    v = activate(act, v);
   quantized_ffn_result r{add(residual, quantized_linear(h, w2, s2, b2)), tensor({D, T, B})};
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -294,19 +308,24 @@ inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residua
   return r;
 }
 
-// PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
-inline double positional(int pos, int d, int d_model) {
-  const double angle = pos / std::pow(10000.0, double(d / 2 * 2) / d_model);
-  return d % 2 == 0 ? std::sin(angle) : std::cos(angle);
+// Interleaved (the paper): PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) =
+// cos(pos / 10000^(2i/d)). Split (Marian, as transformers' MarianSinusoidalPositional-
+// Embedding writes it): the sines of i = 0 .. ceil(d/2) - 1 first, then the cosines.
+inline double positional(int pos, int d, int d_model, bool split = false) {
+  const int sines = (d_model + 1) / 2;
+  const int i = split ? (d < sines ? d : d - sines) : d / 2;
+  const double angle = pos / std::pow(10000.0, 2.0 * i / d_model);
+  return (split ? d < sines : d % 2 == 0) ? std::sin(angle) : std::cos(angle);
 }
 
-inline tensor embedding(const tensor& table, const std::vector<std::vector<int>>& ids, double scale, int offset) {
+inline tensor embedding(const tensor& table, const std::vector<std::vector<int>>& ids, double scale, int offset,
+                        bool split_positions = false) {
   const int D = table.dims[0], T = int(ids[0].size()), B = int(ids.size());
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t)
       for (int d = 0; d < D; ++d)
-        y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D);
+        y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D, split_positions);
   return y;
 }
 

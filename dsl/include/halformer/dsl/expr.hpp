@@ -82,7 +82,7 @@ struct add_broadcast {
 struct scale {
   std::string name;
 };
-enum class activation { relu, gelu };
+enum class activation { relu, gelu, silu }; // silu = swish: x sigmoid(x)
 struct unary {
   std::string name;
   activation fn;
@@ -97,7 +97,10 @@ struct layernorm { // over dim 0
 struct gather { // embedding rows by token id (an int8 table's rows times their steps)
   std::string name;
 };
-struct sinusoidal { // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
+// PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (interleaved, the
+// paper's layout), or with a true `split` scalar the sines in the first ceil(d/2)
+// features and the cosines after them (Marian's and fairseq's layout).
+struct sinusoidal {
   std::string name;
 };
 struct attention { // softmax(q.k / sqrt(d_k), masked) . v, over all heads and batch rows
@@ -235,6 +238,7 @@ template <Tensor A> auto activate(std::string name, op::activation fn, A a) {
 }
 template <Tensor A> auto relu(std::string name, A a) { return activate(std::move(name), op::activation::relu, a); }
 template <Tensor A> auto gelu(std::string name, A a) { return activate(std::move(name), op::activation::gelu, a); }
+template <Tensor A> auto silu(std::string name, A a) { return activate(std::move(name), op::activation::silu, a); }
 
 // ---- normalisations ----------------------------------------------------------------
 
@@ -276,10 +280,12 @@ template <Tensor Table, Tensor Ids> auto gather(std::string name, Table table, I
   return make(op::gather{std::move(name)}, Out{}, std::move(table), std::move(ids));
 }
 
-// Sinusoidal positions (d, t) for positions offset .. offset + extent(t) - 1.
-template <class D, class T, Tensor O> auto sinusoidal(std::string name, D d, T t, O offset) {
-  static_assert(rank_v<shape_t<O>> == 0, "halformer::dsl::sinusoidal: the offset is a scalar");
-  return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset));
+// Sinusoidal positions (d, t) for positions offset .. offset + extent(t) - 1, in the
+// layout a boolean scalar `split` chooses (op::sinusoidal).
+template <class D, class T, Tensor O, Tensor S> auto sinusoidal(std::string name, D d, T t, O offset, S split) {
+  static_assert(rank_v<shape_t<O>> == 0 && rank_v<shape_t<S>> == 0,
+                "halformer::dsl::sinusoidal: the offset and the layout are scalars");
+  return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset), std::move(split));
 }
 
 // ---- attention -----------------------------------------------------------------------

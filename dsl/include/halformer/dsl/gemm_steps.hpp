@@ -104,6 +104,7 @@ template <class G, class Seq>
 auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offset, const std::string& out) {
   const auto common = [&](const auto& k) {
     return hana::make_tuple(k.ids >> tokens(shape(seq, batch)), k.scale >> embedding_scale(), k.offset >> offset,
+                            k.split_positions >> split_positions(),
                             out::model_layout("out") >> ref(out, shape(d_model, seq, batch)));
   };
   if constexpr (is_int8_v<G>) {
@@ -114,7 +115,8 @@ auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offs
     });
   } else {
     kernels::embedding k;
-    return hana::unpack(common(k), [&](auto... o) { return run(k, o..., k.table >> weight(table, shape(d_model, vocab))); });
+    return hana::unpack(common(k),
+                        [&](auto... o) { return run(k, o..., k.table >> weight(table, shape(d_model, vocab))); });
   }
 }
 

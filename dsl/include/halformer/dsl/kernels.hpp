@@ -19,19 +19,21 @@ namespace halformer::dsl::kernels {
 
 using namespace dims;
 
-// token ids -> table(id) * scale + PE(t + offset)
+// token ids -> table(id) * scale + PE(t + offset), PE in the layout `split_positions`
+// chooses (dsl::sinusoidal: false interleaved, true sines then cosines).
 struct embedding {
   static constexpr std::string_view name = "embedding", schedule = "embedding";
   decltype(input("table", shape(d_model, vocab))) table = input("table", shape(d_model, vocab));
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
   decltype(param("scale")) scale = param("scale");
   decltype(param("offset", i32)) offset = param("offset", i32);
+  decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
-                         sinusoidal("positions", d_model, t, offset));
+                         sinusoidal("positions", d_model, t, offset, split_positions));
   }
-  auto inputs() const { return hana::make_tuple(table, ids, scale, offset); }
+  auto inputs() const { return hana::make_tuple(table, ids, scale, offset, split_positions); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
@@ -126,6 +128,10 @@ struct ffn_relu : ffn {
 struct ffn_gelu : ffn {
   static constexpr std::string_view name = "ffn_gelu";
   auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::gelu))); }
+};
+struct ffn_silu : ffn {
+  static constexpr std::string_view name = "ffn_silu";
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::silu))); }
 };
 
 // LayerNorm over d_model.
@@ -236,12 +242,13 @@ struct embedding_int8 {
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
   decltype(param("scale")) scale = param("scale");
   decltype(param("offset", i32)) offset = param("offset", i32);
+  decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
-                         sinusoidal("positions", d_model, t, offset));
+                         sinusoidal("positions", d_model, t, offset, split_positions));
   }
-  auto inputs() const { return hana::make_tuple(table, table_step, ids, scale, offset); }
+  auto inputs() const { return hana::make_tuple(table, table_step, ids, scale, offset, split_positions); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
@@ -325,14 +332,18 @@ struct ffn_gelu_int8 : ffn_int8 {
   static constexpr std::string_view name = "ffn_gelu_int8";
   auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::gelu))); }
 };
+struct ffn_silu_int8 : ffn_int8 {
+  static constexpr std::string_view name = "ffn_silu_int8";
+  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::silu))); }
+};
 
 // The registry: every kernel the libraries hold, by its struct. The build's kernel
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
-                  layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates, embedding_int8, logits_int8,
-                  qkv_projection_int8, kv_projection_int8, q_projection_int8, out_projection_int8, ffn_relu_int8,
-                  ffn_gelu_int8>;
+                  ffn_silu, layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates,
+                  embedding_int8, logits_int8, qkv_projection_int8, kv_projection_int8, q_projection_int8,
+                  out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8>;
 
 // Calls f(kernel) with the kernel named `name`; an unknown name is an error
 // listing the known ones.

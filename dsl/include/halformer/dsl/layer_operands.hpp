@@ -25,13 +25,15 @@ enum class role {
   position,        // a scalar: the first position of this decode call
   layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
   embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
+  split_positions, // a scalar: the configuration's sinusoid layout (true: sines then cosines)
   tokens,          // the call's token ids (t, batch), int32
   picked,          // greedy decoding's chosen ids (t, batch), int32, written by the step
 };
 
 // Whether an operand of this role is a scalar argument (not a buffer).
 constexpr bool is_scalar(role r) {
-  return r == role::constant || r == role::position || r == role::layer_norm_eps || r == role::embedding_scale;
+  return r == role::constant || r == role::position || r == role::layer_norm_eps || r == role::embedding_scale ||
+         r == role::split_positions;
 }
 
 // A tensor (or scalar) of the model, with its role.
@@ -56,6 +58,7 @@ inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
 inline scalar_ref position() { return {"position", role::position}; }
 inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
 inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding_scale}; }
+inline scalar_ref split_positions() { return {"split_positions", role::split_positions}; }
 template <class S> tensor_ref<S> tokens(S) { return {"tokens", role::tokens}; }
 template <class S> tensor_ref<S> picked(S) { return {"picked", role::picked}; }
 

@@ -242,6 +242,8 @@ private:
     Halide::Expr x = call(a[0]);
     if (o.fn == op::activation::relu)
       r.f(vars(r)) = Halide::max(x, 0.0f);
+    else if (o.fn == op::activation::silu) // x sigmoid(x), as torch.nn.functional.silu
+      r.f(vars(r)) = x / (1.0f + Halide::exp(-x));
     else // exact GELU, as PyTorch's default: x/2 (1 + erf(x / sqrt 2))
       r.f(vars(r)) = 0.5f * x * (1.0f + Halide::erf(x * float(M_SQRT1_2)));
   }
@@ -316,11 +318,15 @@ private:
 
   template <class Args> void build(const op::sinusoidal&, lowered& r, std::vector<lowered>& a, const Args&) {
     Halide::Var d = var(r.dims[0]), t = var(r.dims[1]);
-    Halide::Expr pos = Halide::cast<float>(t + scalar_of(a[0]));
-    Halide::Expr pair = Halide::cast<float>(d / 2 * 2);
-    Halide::Expr freq = Halide::exp(pair * float(-std::log(10000.0)) / Halide::cast<float>(extent(r.dims[0])));
+    const Halide::Expr pos = Halide::cast<float>(t + scalar_of(a[0])), split = scalar_of(a[1]);
+    const Halide::Expr sines = (extent(r.dims[0]) + 1) / 2; // the split layout's first cosine
+    // Feature d's frequency index i (its angle is pos / 10000^(2i/d)) and function.
+    const Halide::Expr i = Halide::select(split, Halide::select(d < sines, d, d - sines), d / 2);
+    const Halide::Expr is_sine = Halide::select(split, d < sines, d % 2 == 0);
+    Halide::Expr freq =
+        Halide::exp(Halide::cast<float>(2 * i) * float(-std::log(10000.0)) / Halide::cast<float>(extent(r.dims[0])));
     Halide::Expr angle = pos * freq;
-    r.f(d, t) = Halide::select(d % 2 == 0, Halide::sin(angle), Halide::cos(angle));
+    r.f(d, t) = Halide::select(is_sine, Halide::sin(angle), Halide::cos(angle));
   }
 
   // A scan in index order keeping (index, value) of the best so far; ties keep the

@@ -1,0 +1,128 @@
+// `run` (token ids) and `translate` (text): lines in, results out in input order.
+#include "model_commands.hpp"
+
+#include "halformer/tokenizer.hpp"
+#include "halformer_kernels.h"
+#include "line_translation.hpp"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace halformer::cli {
+
+namespace {
+// One line of space-separated token ids; `line_no` names the line in errors.
+sentence parse_ids(const std::string& line, std::size_t line_no) {
+  std::istringstream in(line);
+  sentence s;
+  std::string word;
+  while (in >> word) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || v < 0 || v > (1ll << 30))
+      throw error(fmt::format("input line {}: '{}' is not a token id", line_no, word));
+    s.push_back(int(v));
+  }
+  if (s.empty())
+    throw error(fmt::format("input line {} is empty", line_no));
+  return s;
+}
+
+std::string join(const sentence& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    out += (i ? " " : "") + std::to_string(s[i]);
+  return out;
+}
+
+Model load_model(const model_request& r) {
+  Model model = Model::load(r.dir, r.lo);
+  for (const auto& w : model.warnings())
+    fmt::print(stderr, "halformer: warning: {}\n", w);
+  model.set_profiling(r.profile);
+  return model;
+}
+
+// Runs `lines` over --input (or stdin) into --output (or stdout).
+void stream(Model& model, const model_request& r, const line_source& lines) {
+  std::ifstream file;
+  if (!r.input.empty()) {
+    file.open(r.input);
+    if (!file)
+      throw error("cannot open input '" + r.input + "'");
+  }
+  if (!r.output.empty() && !std::freopen(r.output.c_str(), "w", stdout))
+    throw error("cannot write output '" + r.output + "'");
+  translate_lines(model, r.o, r.input.empty() ? std::cin : file, r.batch, lines, r.progress && isatty(2));
+  if (r.profile)
+    fmt::print(stderr, "profile (kernel ISA {}):\n{}", halformer_active_isa(), model.profile().table());
+}
+} // namespace
+
+int run(const model_request& r) {
+  Model model = load_model(r);
+  const model_config& c = model.config();
+  line_source lines;
+  lines.parse = [&](const std::string& line, std::size_t n) -> std::optional<sentence> {
+    sentence s = parse_ids(line, n);
+    if (int(s.size()) > r.lo.max_source_length)
+      throw error(fmt::format("input line {} has {} tokens, more than the maximum {} (--max-source-len)", n, s.size(),
+                              r.lo.max_source_length));
+    for (int id : s)
+      if (id >= c.src_vocab)
+        throw error(
+            fmt::format("input line {}: token id {} is outside the source vocabulary [0, {})", n, id, c.src_vocab));
+    return s;
+  };
+  lines.print = [&](std::size_t n, const std::vector<hypothesis>& hyps) {
+    if (r.o.nbest == 1)
+      fmt::print("{}\n", join(hyps[0].tokens));
+    else
+      for (const auto& h : hyps)
+        fmt::print("{} ||| {} ||| {:.6f}\n", n - 1, join(h.tokens), h.score);
+  };
+  stream(model, r, lines);
+  return 0;
+}
+
+int translate(const model_request& r) {
+  const Tokenizer tokenizer = Tokenizer::load(r.dir);
+  Model model = load_model(r);
+  line_source lines;
+  lines.parse = [&](const std::string& line, std::size_t n) -> std::optional<sentence> {
+    if (line.empty())
+      return std::nullopt;
+    try {
+      return tokenizer.encode(line);
+    } catch (const error& e) {
+      throw error(fmt::format("input line {}: {}", n, e.what()));
+    }
+  };
+  lines.print = [&](std::size_t n, const std::vector<hypothesis>& hyps) {
+    if (hyps.empty()) { // an empty line
+      if (r.o.nbest == 1)
+        fmt::print("\n");
+      else
+        fmt::print("{} |||  ||| 0\n", n - 1);
+      return;
+    }
+    if (r.o.nbest == 1)
+      fmt::print("{}\n", tokenizer.decode(hyps[0].tokens));
+    else
+      for (const auto& h : hyps)
+        fmt::print("{} ||| {} ||| {:.6f}\n", n - 1, tokenizer.decode(h.tokens), h.score);
+  };
+  stream(model, r, lines);
+  return 0;
+}
+
+} // namespace halformer::cli

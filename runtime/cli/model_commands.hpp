@@ -1,0 +1,23 @@
+// The commands that run a model over lines: `run` (token ids) and `translate`
+// (text through the directory's tokenizer).
+#pragma once
+
+#include "halformer/model.hpp"
+
+#include <string>
+
+namespace halformer::cli {
+
+struct model_request {
+  std::string dir, input, output; // input/output: files, else stdin/stdout
+  load_options lo;
+  decode_options o;
+  int batch = 32;        // sources decoded together
+  bool profile = false;  // per-kernel times on stderr
+  bool progress = false; // a progress line on stderr, when it is a terminal
+};
+
+int run(const model_request& r);
+int translate(const model_request& r);
+
+} // namespace halformer::cli
