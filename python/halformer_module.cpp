@@ -40,7 +40,8 @@ public:
   }
 
   // Text in, text out (nbest 1: a list of str; else a list of lists of (text, score)).
-  nb::object translate(const std::vector<std::string>& texts, int beam, int max_len, int nbest, float length_penalty) {
+  nb::object translate(const std::vector<std::string>& texts, int beam, std::optional<int> max_len, int nbest,
+                       float length_penalty) {
     const halformer::Tokenizer& t = tokenizer();
     std::vector<sentence> sources;
     std::vector<std::size_t> of_text; // source i is texts[of_text[i]]; empty texts stay empty
@@ -70,8 +71,8 @@ public:
 
   // CTranslate2's translate_batch: sources as token ids or as pieces (then looked
   // up in the directory's vocabulary; EOS is not added), hypotheses in kind.
-  std::vector<TranslationResult> translate_batch(const std::variant<id_rows, piece_rows>& source, int beam, int max_len,
-                                                 int nbest, float length_penalty) {
+  std::vector<TranslationResult> translate_batch(const std::variant<id_rows, piece_rows>& source, int beam,
+                                                 std::optional<int> max_len, int nbest, float length_penalty) {
     const bool pieces = std::holds_alternative<piece_rows>(source);
     std::vector<sentence> sources =
         pieces ? tokenizer().ids_of_pieces(std::get<piece_rows>(source)) : std::get<id_rows>(source);
@@ -104,12 +105,15 @@ private:
     return *tokenizer_;
   }
 
-  std::vector<std::vector<hypothesis>> decode(const std::vector<sentence>& sources, int beam, int max_len, int nbest,
-                                              float length_penalty) {
+  // max_len: none gives 256 new tokens, or fewer where the model's positions end.
+  std::vector<std::vector<hypothesis>> decode(const std::vector<sentence>& sources, int beam,
+                                              std::optional<int> max_len, int nbest, float length_penalty) {
     if (sources.empty())
       return {};
+    const int last = model_.config().max_positions;
     decode_options o;
-    o.beam = beam, o.max_len = max_len, o.nbest = nbest, o.length_penalty = length_penalty;
+    o.beam = beam, o.nbest = nbest, o.length_penalty = length_penalty;
+    o.max_len = max_len ? *max_len : last > 0 ? std::min(256, last) : 256;
     nb::gil_scoped_release unlocked; // other Python threads run while this one decodes
     return model_.translate(sources, o);
   }
@@ -132,14 +136,25 @@ NB_MODULE(_halformer, m) {
                ", scores=" + nb::cast<std::string>(nb::repr(nb::cast(r.scores))) + ")";
       });
 
+  nb::class_<halformer::Tokenizer>(m, "Tokenizer", "A MarianMT directory's tokenizer, as transformers' MarianTokenizer")
+      .def(
+          "__init__",
+          [](halformer::Tokenizer* t, const std::string& dir) {
+            new (t) halformer::Tokenizer(halformer::Tokenizer::load(dir));
+          },
+          "model_dir"_a)
+      .def("encode", &halformer::Tokenizer::encode, "text"_a, "Source text -> ids, </s> appended")
+      .def("decode", &halformer::Tokenizer::decode, "ids"_a,
+           "Target ids -> text (batch_decode(skip_special_tokens=True))");
+
   nb::class_<Translator>(m, "Translator",
                          "A loaded model (a MarianMT directory or halformer's format) and its tokenizer")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int>(), "model_dir"_a,
            "device"_a = "cpu", "compute_type"_a = "float32", "threads"_a = 0)
-      .def("translate", &Translator::translate, "texts"_a, "beam"_a = 1, "max_len"_a = 256, "nbest"_a = 1,
+      .def("translate", &Translator::translate, "texts"_a, "beam"_a = 1, "max_len"_a = nb::none(), "nbest"_a = 1,
            "length_penalty"_a = 1.0f, "Translates text lines (empty ones stay empty)")
       .def("translate_batch", &Translator::translate_batch, "source"_a, "beam_size"_a = 1,
-           "max_decoding_length"_a = 256, "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f,
+           "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f,
            "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch")
       .def_prop_ro("compute_type", &Translator::compute_type)
       .def_prop_ro("device", &Translator::device);

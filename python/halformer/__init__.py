@@ -6,6 +6,6 @@
     translator.translate(["Hello world."], beam=4, nbest=2)  # -> [[(text, score), ...]]
     translator.translate_batch([["▁Hello", "▁world", "."]])  # CTranslate2 style, on pieces
 """
-from ._halformer import Error, TranslationResult, Translator, __version__
+from ._halformer import Error, Tokenizer, TranslationResult, Translator, __version__
 
-__all__ = ["Error", "TranslationResult", "Translator", "__version__"]
+__all__ = ["Error", "Tokenizer", "TranslationResult", "Translator", "__version__"]

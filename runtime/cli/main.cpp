@@ -73,7 +73,10 @@ struct options {
 void add_decoding(CLI::App* cmd, model_request& m) {
   cmd->add_option("--model", m.dir, "model directory (halformer's format or a MarianMT directory)")->required();
   cmd->add_option("--beam", m.o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
-  cmd->add_option("--max-len", m.o.max_len, "maximum new tokens per sentence")->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-len", m.o.max_len,
+                  "maximum new tokens per sentence (default: 128, or the model's last position)")
+      ->check(CLI::Range(1, 100000))
+      ->each([&m](const std::string&) { m.max_len_given = true; });
   cmd->add_option("--max-source-len", m.lo.max_source_length, "longer sources are an error")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--nbest", m.o.nbest, "hypotheses per input (> 1: 'line ||| result ||| score' lines)")

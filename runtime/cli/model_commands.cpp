@@ -44,11 +44,13 @@ std::string join(const sentence& s) {
   return out;
 }
 
-Model load_model(const model_request& r) {
+Model load_model(model_request& r) {
   Model model = Model::load(r.dir, r.lo);
   for (const auto& w : model.warnings())
     fmt::print(stderr, "halformer: warning: {}\n", w);
   model.set_profiling(r.profile);
+  if (!r.max_len_given && model.config().max_positions > 0)
+    r.o.max_len = std::min(r.o.max_len, model.config().max_positions);
   return model;
 }
 
@@ -68,7 +70,7 @@ void stream(Model& model, const model_request& r, const line_source& lines) {
 }
 } // namespace
 
-int run(const model_request& r) {
+int run(model_request r) {
   Model model = load_model(r);
   const model_config& c = model.config();
   line_source lines;
@@ -94,7 +96,7 @@ int run(const model_request& r) {
   return 0;
 }
 
-int translate(const model_request& r) {
+int translate(model_request r) {
   const Tokenizer tokenizer = Tokenizer::load(r.dir);
   Model model = load_model(r);
   line_source lines;

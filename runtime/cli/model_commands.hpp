@@ -12,12 +12,13 @@ struct model_request {
   std::string dir, input, output; // input/output: files, else stdin/stdout
   load_options lo;
   decode_options o;
-  int batch = 32;        // sources decoded together
-  bool profile = false;  // per-kernel times on stderr
-  bool progress = false; // a progress line on stderr, when it is a terminal
+  int batch = 32;             // sources decoded together
+  bool profile = false;       // per-kernel times on stderr
+  bool progress = false;      // a progress line on stderr, when it is a terminal
+  bool max_len_given = false; // else o.max_len is cut to the model's last position
 };
 
-int run(const model_request& r);
-int translate(const model_request& r);
+int run(model_request r);
+int translate(model_request r);
 
 } // namespace halformer::cli

@@ -1,0 +1,133 @@
+"""The Python package (`import halformer`) against transformers' MarianTokenizer and
+MarianMTModel, on the MarianMT directory tests/marian/marian_text_parity.py builds.
+
+Run by ctest with the reference venv's Python (transformers over Debian's torch)
+and build/python on its path; the module is the one .venv's Python imports.
+"""
+import os
+import random
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "marian"))
+import marian_text_parity as fixture  # noqa: E402
+
+import halformer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    tokenizer, model, model_dir = fixture.build(str(tmp_path_factory.mktemp("marian")))
+    return tokenizer, model, model_dir
+
+
+@pytest.fixture(scope="module")
+def translator(marian):
+    return halformer.Translator(marian[2], threads=2)
+
+
+def test_translate_matches_generate_and_batch_decode(marian, translator):
+    tokenizer, model, _ = marian
+    for beam in (1, 4):
+        want = fixture.reference(tokenizer, model, beam, 20)
+        assert translator.translate(fixture.LINES, beam=beam, max_len=20, length_penalty=1.0) == want
+
+
+def test_nbest_gives_text_and_score_best_first(translator):
+    best = translator.translate(fixture.LINES, beam=4, max_len=20)
+    nbest = translator.translate(fixture.LINES, beam=4, max_len=20, nbest=3)
+    for line, one, hyps in zip(fixture.LINES, best, nbest):
+        if not line:
+            assert hyps == []
+            continue
+        assert len(hyps) == 3 and hyps[0][0] == one
+        assert all(isinstance(text, str) and isinstance(score, float) for text, score in hyps)
+        assert [s for _, s in hyps] == sorted((s for _, s in hyps), reverse=True)
+
+
+def test_translate_batch_on_pieces_and_on_ids(marian, translator):
+    tokenizer, model, _ = marian
+    texts = [line for line in fixture.LINES if line]
+    pieces = [tokenizer.tokenize(t) + ["</s>"] for t in texts]
+    ids = [tokenizer(t).input_ids for t in texts]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**batch, num_beams=4, max_new_tokens=20, length_penalty=1.0, early_stopping=True)
+    want_ids = [[i for i in row[1:] if i != model.config.pad_token_id] for row in out.tolist()]
+    by_ids = translator.translate_batch(ids, beam_size=4, max_decoding_length=20)
+    by_pieces = translator.translate_batch(pieces, beam_size=4, max_decoding_length=20)
+    assert [r.hypotheses[0] for r in by_ids] == want_ids
+    assert [r.hypotheses[0] for r in by_pieces] == [tokenizer.convert_ids_to_tokens(w) for w in want_ids]
+    assert [r.scores for r in by_ids] == [r.scores for r in by_pieces]
+
+
+def test_tokenizer_matches_marian_tokenizer(marian):
+    tokenizer, _, model_dir = marian
+    ours = halformer.Tokenizer(model_dir)
+    rng = random.Random(5)
+    texts = fixture.LINES[:2] + fixture.LINES[3:] + fixture.corpus(9, 50) + [" leading and trailing  ", "<unk> <pad>"]
+    for text in texts:
+        assert ours.encode(text) == tokenizer(text).input_ids, text
+    vocab = len(tokenizer.get_vocab())
+    for _ in range(200):  # any ids, special ones and out-of-vocabulary ones among them
+        ids = [rng.randrange(vocab + 3) for _ in range(rng.randrange(0, 12))]
+        assert ours.decode(ids) == tokenizer.decode(ids, skip_special_tokens=True), ids
+
+
+def test_concurrent_calls_give_the_sequential_results(translator):
+    jobs = [(fixture.LINES, 1), (fixture.LINES[::-1], 4), (fixture.LINES[1:], 2), (fixture.LINES[:5], 4)]
+    sequential = [translator.translate(texts, beam=beam, max_len=20) for texts, beam in jobs]
+    results, errors = [None] * len(jobs), []
+
+    def work(i):
+        try:
+            for _ in range(3):
+                results[i] = translator.translate(jobs[i][0], beam=jobs[i][1], max_len=20)
+        except Exception as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == sequential
+
+
+def test_the_gil_is_released_while_decoding(translator):
+    texts = [line for line in fixture.LINES if line] * 24
+    span = {}
+
+    def decode():
+        span["start"] = time.perf_counter()
+        translator.translate(texts, beam=4, max_len=40)
+        span["end"] = time.perf_counter()
+
+    t = threading.Thread(target=decode)
+    ticks = []
+    t.start()
+    while t.is_alive():  # pure Python: runs only while decode() does not hold the GIL
+        ticks.append(time.perf_counter())
+    t.join()
+    inside = [x for x in ticks if span["start"] + 0.02 < x < span["end"] - 0.02]
+    assert span["end"] - span["start"] > 0.1, "the decode is too short to tell"
+    assert len(inside) > 1000, f"only {len(inside)} Python steps ran during {span['end'] - span['start']:.2f} s"
+
+
+def test_errors_are_halformer_errors_with_their_message(marian, translator):
+    with pytest.raises(halformer.Error, match="config.json"):
+        halformer.Translator("/nonexistent/model")
+    with pytest.raises(halformer.Error, match="compute type 'float64'"):
+        halformer.Translator(marian[2], compute_type="float64")
+    with pytest.raises(halformer.Error, match="max_len"):
+        translator.translate(["the cat"], max_len=100000)
+    with pytest.raises(halformer.Error, match="nbest"):
+        translator.translate(["the cat"], beam=2, nbest=3)
+    with pytest.raises(halformer.Error, match="max_position_embeddings"):  # this model's positions end at 128
+        translator.translate(["the cat " * 100])
+    assert issubclass(halformer.Error, RuntimeError)
