@@ -1,9 +1,11 @@
 /* The runtime's C API from C: load a fixture model, translate with greedy and
  * beam search (well-formed outputs, batch invariance, beam no worse than greedy;
  * exact tokens are checked by parity_test against the float64 reference), run
- * forward, and see errors reported with messages. */
+ * forward, see errors reported with messages, and translate from several threads
+ * at once on one model (the same results as one after another). */
 #include "halformer/halformer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,45 @@ static int failures = 0;
       ++failures;                                                                                                      \
     }                                                                                                                  \
   } while (0)
+
+/* One thread's call: beam 3 over two sentences, into its own outputs. */
+enum { THREAD_MAX_LEN = 10 };
+struct thread_call {
+  halformer_model* model;
+  const int32_t* const* src;
+  const int32_t* lens;
+  int32_t out[2 * THREAD_MAX_LEN], out_lens[2];
+  float scores[2];
+  int rc;
+};
+static void* translate_in_thread(void* arg) {
+  struct thread_call* c = (struct thread_call*)arg;
+  for (int repeat = 0; repeat < 3 && c->rc == 0; ++repeat)
+    c->rc = halformer_translate(c->model, c->src, c->lens, 2, 3, THREAD_MAX_LEN, 1.0f, c->out, c->out_lens, c->scores);
+  return NULL;
+}
+
+static void check_concurrent_calls(halformer_model* m, const int32_t* const* src, const int32_t* lens) {
+  struct thread_call alone = {m, src, lens, {0}, {0}, {0}, 0};
+  translate_in_thread(&alone);
+  EXPECT(alone.rc == 0, "sequential: %s", halformer_last_error_message());
+  enum { THREADS = 4 };
+  struct thread_call calls[THREADS];
+  pthread_t threads[THREADS];
+  for (int t = 0; t < THREADS; ++t) {
+    calls[t] = alone;
+    memset(calls[t].out, 0, sizeof calls[t].out);
+    EXPECT(pthread_create(&threads[t], NULL, translate_in_thread, &calls[t]) == 0, "pthread_create");
+  }
+  for (int t = 0; t < THREADS; ++t) {
+    pthread_join(threads[t], NULL);
+    EXPECT(calls[t].rc == 0, "thread %d failed", t);
+    EXPECT(memcmp(calls[t].out_lens, alone.out_lens, sizeof alone.out_lens) == 0 &&
+               memcmp(calls[t].out, alone.out, sizeof alone.out) == 0 &&
+               memcmp(calls[t].scores, alone.scores, sizeof alone.scores) == 0,
+           "thread %d's results differ from the sequential call's", t);
+  }
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -61,6 +102,7 @@ int main(int argc, char** argv) {
          halformer_last_error_message());
   for (int i = 0; i < 2; ++i)
     EXPECT(beam_scores[i] >= scores[i] - 1e-5f, "beam %f < greedy %f", beam_scores[i], scores[i]);
+  check_concurrent_calls(m, src, lens);
 
   /* Forward: logits are finite and rows are distributions after softmax (sanity). */
   int64_t fsrc[] = {5, 6, 7}, ftgt[] = {1, 4};
