@@ -87,6 +87,7 @@ public:
   }
 
   std::string compute_type() const { return model_.compute_type(); }
+  std::size_t weight_bytes() const { return model_.weight_bytes(); }
   std::string device() const { return model_.device(); }
 
 private:
@@ -157,5 +158,6 @@ NB_MODULE(_halformer, m) {
            "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f,
            "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch")
       .def_prop_ro("compute_type", &Translator::compute_type)
-      .def_prop_ro("device", &Translator::device);
+      .def_prop_ro("device", &Translator::device)
+      .def_prop_ro("weight_bytes", &Translator::weight_bytes, "resident weight bytes (tied tables counted once)");
 }

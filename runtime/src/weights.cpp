@@ -209,9 +209,20 @@ void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, 
 // PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order; int8
 // tables are quantized per token's row, as a GEMM weight's output rows (so a
 // generator tied to the table shares it).
+void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
+
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
   const int d = r.config().d_model;
   const bool int8 = type == gemm_weights::int8;
+  if (!int8 && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
+      r.config().tgt_vocab == vocab) {
+    // The float32 generator's (vocab, d_model) weight, read as (d_model, vocab):
+    // one table in memory (the embedding kernel takes strided tables).
+    layer_tensors generator;
+    generator_weight(r, type, generator);
+    into[name] = generator.at("generator.weight").transposed(0, 1);
+    return;
+  }
   r.repacked(name, int8 ? "int8 rows" : "float32 table", into, name, [&](layer_tensors& one) {
     const auto e = r.read(name, {vocab, d});
     if (int8) {
@@ -224,8 +235,8 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
   });
 }
 
-// The generator's weight, shared with the target table where tied and int8 (the
-// same rows and steps); a float32 GEMM takes it transposed, a layout of its own.
+// The generator's weight, shared with the target table where tied: int8, the same
+// rows and steps; float32, the table is a transposed view of it (embedding_table).
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
   const bool int8 = type == gemm_weights::int8;

@@ -11,15 +11,20 @@ using test::Buffer;
 TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
   struct shape {
     int d_model, vocab, t, batch, offset;
-    bool split; // sines then cosines (Marian) instead of interleaved
+    bool split;      // sines then cosines (Marian) instead of interleaved
+    bool transposed; // the table a transposed view of (vocab, d_model): a tied output layer's
   };
-  for (const auto& s : {shape{1, 1, 1, 1, 0, false}, shape{7, 11, 7, 2, 0, false}, shape{64, 100, 64, 3, 5, false},
-                        shape{333, 50, 7, 1, 1, false}, shape{512, 1000, 1, 8, 200, false},
-                        shape{16, 20, 333, 1, 0, false}, shape{1, 1, 1, 1, 0, true}, shape{7, 11, 7, 2, 3, true},
-                        shape{512, 1000, 1, 8, 200, true}, shape{333, 50, 7, 1, 1, true}}) {
+  for (const auto& s :
+       {shape{1, 1, 1, 1, 0, false, false}, shape{7, 11, 7, 2, 0, false, false}, shape{64, 100, 64, 3, 5, false, false},
+        shape{333, 50, 7, 1, 1, false, false}, shape{512, 1000, 1, 8, 200, false, false},
+        shape{16, 20, 333, 1, 0, false, false}, shape{1, 1, 1, 1, 0, true, false}, shape{7, 11, 7, 2, 3, true, false},
+        shape{512, 1000, 1, 8, 200, true, false}, shape{333, 50, 7, 1, 1, true, false},
+        shape{7, 11, 7, 2, 3, true, true}, shape{333, 50, 9, 2, 1, false, true}, shape{512, 1000, 3, 5, 0, true, true},
+        shape{1, 1, 1, 1, 0, false, true}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset "
-                    << s.offset << " split " << s.split);
-    auto table = test::random({s.d_model, s.vocab});
+                    << s.offset << " split " << s.split << " transposed " << s.transposed);
+    auto table =
+        s.transposed ? test::random({s.vocab, s.d_model}).transposed(0, 1) : test::random({s.d_model, s.vocab});
     Buffer<int32_t> ids(s.t, s.batch);
     std::vector<std::vector<int>> id_rows(s.batch, std::vector<int>(s.t));
     ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });

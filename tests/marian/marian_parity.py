@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from transformers import MarianConfig, MarianMTModel
 
+from comparison import differences, finish
+
 CASES = {
     # name: MarianConfig arguments, biases added to final_logits_bias, new tokens
     "swish_shared_tied": (
@@ -159,15 +161,9 @@ def main():
               f"beam 4 {same_beam}/{len(rows)} identical; output lengths {lengths}")
         if error > 1e-4:
             failures.append(f"{name}: teacher-forced logits differ by {error:.2e} of the largest logit (> 1e-4)")
-        for kind, got, want in (("greedy", greedy_got, greedy_want), ("beam 4", beam_got, beam_want)):
-            for i, (g, w) in enumerate(zip(got, want)):
-                if g != w:
-                    failures.append(f"{name}: {kind} sentence {i}: halformer {g} != transformers {w}")
-            if len(got) != len(want):
-                failures.append(f"{name}: {kind}: {len(got)} outputs for {len(want)} inputs")
-    if failures:
-        print("\n".join(failures))
-        raise SystemExit(1)
+        failures += differences(f"{name}: greedy sentence", greedy_got, greedy_want)
+        failures += differences(f"{name}: beam 4 sentence", beam_got, beam_want)
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import sentencepiece as spm
 import torch
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
+from comparison import differences, finish
+
 WORDS = ("the cat dog house river tree small large green blue runs sleeps eats quickly slowly "
          "café naïve Zürich über straße don't isn't we're I'm it's they've 12 345 2026").split()
 LINES = [
@@ -92,11 +94,18 @@ def reference(tokenizer, model, beams, new_tokens):
 
 
 def translate(cli, model_dir, input_path, beams, new_tokens):
-    out = subprocess.run([cli, "translate", "--model", model_dir, "--input", input_path, "--beam", str(beams),
-                          "--length-penalty", "1", "--max-len", str(new_tokens), "--threads", "2"],
-                         capture_output=True, text=True)
+    """Greedy reads stdin and writes stdout; beam search --input and --output."""
+    args = [cli, "translate", "--model", model_dir, "--beam", str(beams), "--length-penalty", "1", "--max-len",
+            str(new_tokens), "--threads", "2"]
+    output = input_path + ".out"
+    with open(input_path, encoding="utf-8") as stdin:
+        out = subprocess.run(args + (["--input", input_path, "--output", output] if beams > 1 else []),
+                             stdin=stdin, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"halformer translate failed: {out.stderr}")
+    if beams > 1:
+        with open(output, encoding="utf-8") as f:
+            return f.read().split("\n")[:-1]
     return out.stdout.split("\n")[:-1]
 
 
@@ -113,10 +122,7 @@ def main():
         got = translate(cli, model_dir, input_path, beams, 20)
         same = sum(g == w for g, w in zip(got, want))
         print(f"beam {beams}: {same}/{len(LINES)} lines identical; e.g. {LINES[1]!r} -> {got[1]!r}")
-        if len(got) != len(want):
-            failures.append(f"beam {beams}: {len(got)} output lines for {len(want)} input lines")
-        failures += [f"beam {beams} line {i + 1}: halformer {g!r} != transformers {w!r}"
-                     for i, (g, w) in enumerate(zip(got, want)) if g != w]
+        failures += differences(f"beam {beams} line", got, want)
     bad = os.path.join(work, "bad.txt")
     with open(bad, "wb") as f:
         f.write(b"the cat\n\xff\xfe broken\n")
@@ -124,9 +130,7 @@ def main():
     print(f"invalid UTF-8: exit {out.returncode}, {out.stderr.strip()}")
     if out.returncode == 0 or "input line 2" not in out.stderr or "UTF-8" not in out.stderr:
         failures.append(f"invalid UTF-8 on line 2 was not an error naming the line: {out.stderr!r}")
-    if failures:
-        print("\n".join(failures))
-        raise SystemExit(1)
+    finish(failures)
 
 
 if __name__ == "__main__":

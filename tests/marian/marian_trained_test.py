@@ -12,6 +12,8 @@ import sys
 import torch
 from transformers import MarianMTModel, MarianTokenizer
 
+from comparison import differences, finish
+
 
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
@@ -40,15 +42,10 @@ def main():
         copies = sum(g == e for g, e in zip(got, expected))
         same = sum(g == w for g, w in zip(got, want))
         print(f"beam {beam}: {copies}/{len(sources)} exact copies, {same}/{len(sources)} identical to transformers")
-        if len(got) != len(sources):
-            failures.append(f"beam {beam}: {len(got)} lines for {len(sources)}")
         if copies < 29:
             failures.append(f"beam {beam}: only {copies} of {len(sources)} lines copied")
-        failures += [f"beam {beam} line {i + 1}: halformer {g!r} != transformers {w!r}"
-                     for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    if failures:
-        print("\n".join(failures))
-        raise SystemExit(1)
+        failures += differences(f"beam {beam} line", got, want)
+    finish(failures)
 
 
 if __name__ == "__main__":

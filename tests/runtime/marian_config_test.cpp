@@ -49,6 +49,16 @@ TEST_CASE("generation_config.json's decoding rules win over config.json's", "[ma
   CHECK(!c.forced_eos);
 }
 
+TEST_CASE("normalize_before makes pre-norm layers with final norms, with a warning", "[marian][config]") {
+  auto j = opus_mt();
+  j["normalize_before"] = true;
+  std::vector<std::string> warnings;
+  const auto c = halformer::parse_marian_config(j, "config.json", json::object(), "generation_config.json", &warnings);
+  CHECK((c.norm_first && c.final_norm));
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("transformers' MarianMTModel ignores this key"));
+}
+
 TEST_CASE("absent keys take MarianConfig's defaults", "[marian][config]") {
   const auto c = parse(json{{"model_type", "marian"}});
   CHECK((c.d_model == 1024 && c.nhead == 16 && c.num_encoder_layers == 12 && c.dim_feedforward == 4096));

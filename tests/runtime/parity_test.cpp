@@ -125,27 +125,37 @@ TEST_CASE("outputs are batch-invariant", "[parity][batch]") {
   }
 }
 
+namespace {
+// decode_step, token by token from begin(sources), against forward(src, tgt)'s
+// logits (src: the sources as forward takes them, padded).
+void check_steps_equal_forward(Model& m, const std::vector<halformer::sentence>& src,
+                               const std::vector<halformer::sentence>& sources,
+                               const std::vector<halformer::sentence>& tgt) {
+  std::vector<float> logits;
+  m.forward(src, tgt, logits);
+  m.begin(sources);
+  const std::size_t V = std::size_t(m.config().tgt_vocab), T = tgt[0].size();
+  for (std::size_t t = 0; t < T; ++t) {
+    std::vector<int> tokens;
+    for (const auto& row : tgt)
+      tokens.push_back(row[t]);
+    const auto step = m.decode_step(tokens);
+    std::vector<float> want;
+    for (std::size_t b = 0; b < tgt.size(); ++b)
+      want.insert(want.end(), logits.begin() + (b * T + t) * V, logits.begin() + (b * T + t + 1) * V);
+    INFO("position " << t);
+    CHECK(worst_relative(step, want) <= 1e-5);
+  }
+}
+} // namespace
+
 TEST_CASE("incremental decode_step equals the teacher-forced forward pass", "[parity][cache]") {
   for (const auto& name : fixtures::names()) {
     INFO("fixture " << name);
     Model m = Model::load(fixtures::dir(name));
-    auto src = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/src.npy"));
-    auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/tgt.npy"));
-    std::vector<float> logits;
-    m.forward(src, tgt, logits);
-    m.begin(fixtures::sources(name));
-    const std::size_t V = std::size_t(m.config().tgt_vocab), T = tgt[0].size();
-    for (std::size_t t = 0; t < T; ++t) {
-      std::vector<int> tokens;
-      for (const auto& row : tgt)
-        tokens.push_back(row[t]);
-      const auto step = m.decode_step(tokens);
-      std::vector<float> want;
-      for (std::size_t b = 0; b < tgt.size(); ++b)
-        want.insert(want.end(), logits.begin() + (b * T + t) * V, logits.begin() + (b * T + t + 1) * V);
-      INFO("position " << t);
-      CHECK(worst_relative(step, want) <= 1e-5);
-    }
+    const auto src = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/src.npy"));
+    const auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/tgt.npy"));
+    check_steps_equal_forward(m, src, fixtures::sources(name), tgt);
   }
 }
 
@@ -155,25 +165,11 @@ TEST_CASE("forward with a target longer than the source equals decode_step", "[p
   for (const std::string name : {"post_ln_relu", "base_width"}) {
     INFO("fixture " << name);
     Model m = Model::load(fixtures::dir(name));
-    auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/tgt.npy"));
+    const auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir(name) + "/tgt.npy"));
     std::vector<halformer::sentence> src;
     for (const auto& row : fixtures::sources(name))
       src.push_back({row[0], row[1 % row.size()]}); // two tokens, shorter than every target
-    std::vector<float> logits;
-    m.forward(src, tgt, logits);
-    m.begin(src);
-    const std::size_t V = std::size_t(m.config().tgt_vocab), T = tgt[0].size();
-    REQUIRE(T > 2);
-    for (std::size_t t = 0; t < T; ++t) {
-      std::vector<int> tokens;
-      for (const auto& row : tgt)
-        tokens.push_back(row[t]);
-      const auto step = m.decode_step(tokens);
-      std::vector<float> want;
-      for (std::size_t b = 0; b < tgt.size(); ++b)
-        want.insert(want.end(), logits.begin() + (b * T + t) * V, logits.begin() + (b * T + t + 1) * V);
-      INFO("position " << t);
-      CHECK(worst_relative(step, want) <= 1e-5);
-    }
+    REQUIRE(tgt[0].size() > 2);
+    check_steps_equal_forward(m, src, src, tgt);
   }
 }

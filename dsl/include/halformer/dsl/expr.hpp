@@ -57,6 +57,7 @@ namespace op {
 struct input {
   std::string name;
   dtype type = dtype::f32;
+  bool any_stride = false; // the innermost dimension may have any stride (strided_input)
 };
 struct output { // a kernel's output, by its name in the kernel's outputs() (layer wiring only)
   std::string name;
@@ -136,6 +137,12 @@ constexpr auto make(Op o, Shape, Args... a) {
 
 template <class S, dtype D = dtype::f32> auto input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D}, s);
+}
+// An input whose innermost dimension may have any stride: callers may pass a
+// transposed view of another tensor (a tied output layer's table, read as an
+// embedding), which the kernel then reads with gathers.
+template <class S, dtype D = dtype::f32> auto strided_input(std::string name, S s, element<D> = {}) {
+  return make<element<D>>(op::input{std::move(name), D, true}, s);
 }
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
   return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
@@ -357,12 +364,16 @@ struct argument {
   std::string name;
   dtype type;
   std::vector<std::string> dims; // innermost first
+  bool any_stride = false;       // strided_input: dims[0]'s stride is not fixed to 1
 };
 template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& leaf) {
   static_assert(std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>,
                 "halformer::dsl::describe: a kernel's inputs are input and param leaves");
   const auto names = dim_names(S{});
-  return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}};
+  if constexpr (std::is_same_v<Op, op::input>)
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.any_stride};
+  else
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}};
 }
 template <Tensor E> argument describe(const named_result<E>& r) {
   const auto names = dim_names(shape_t<E>{});

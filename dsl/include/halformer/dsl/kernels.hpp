@@ -20,10 +20,11 @@ namespace halformer::dsl::kernels {
 using namespace dims;
 
 // token ids -> table(id) * scale + PE(t + offset), PE in the layout `split_positions`
-// chooses (dsl::sinusoidal: false interleaved, true sines then cosines).
+// chooses (dsl::sinusoidal: false interleaved, true sines then cosines). The table
+// may be a transposed view (d_model strided): a tied output layer's, held once.
 struct embedding {
   static constexpr std::string_view name = "embedding", schedule = "embedding";
-  decltype(input("table", shape(d_model, vocab))) table = input("table", shape(d_model, vocab));
+  decltype(strided_input("table", shape(d_model, vocab))) table = strided_input("table", shape(d_model, vocab));
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
   decltype(param("scale")) scale = param("scale");
   decltype(param("offset", i32)) offset = param("offset", i32);

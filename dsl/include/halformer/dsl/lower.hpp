@@ -49,6 +49,10 @@ public:
     const auto& names = leaf.dims;
     if (buf.dimensions() != static_cast<int>(names.size()))
       throw std::logic_error("bind " + leaf.name + ": rank mismatch");
+    if (leaf.any_stride) {
+      buf.dim(0).set_stride(Halide::Expr());
+      inner_strides_[leaf.name] = buf.dim(0).stride();
+    }
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string dim{names[i]};
       buf.dim(i).set_min(0);
@@ -117,6 +121,14 @@ public:
     return r->second;
   }
   bool has_stage(const std::string& name) const { return stages_.count(name) != 0; }
+  // A strided_input's innermost stride (for a schedule's specialize on 1).
+  bool is_strided(const std::string& input) const { return inner_strides_.count(input) != 0; }
+  Halide::Expr inner_stride(const std::string& input) const {
+    auto s = inner_strides_.find(input);
+    if (s == inner_strides_.end())
+      throw std::logic_error("schedule asks for the stride of '" + input + "', which is not a strided input");
+    return s->second;
+  }
 
   // ---- lowering -----------------------------------------------------------------
 
@@ -157,6 +169,7 @@ public:
 private:
   std::map<std::string, Halide::Expr> extents_;
   std::map<std::string, lowered> inputs_;
+  std::map<std::string, Halide::Expr> inner_strides_;
   std::map<std::string, Halide::Expr> scalars_;
   std::map<std::string, lowered> stages_;
   std::map<std::string, Halide::RDom> rdoms_;
