@@ -134,7 +134,16 @@ public:
     }
     if (s.stored_shape.empty())
       return f_.read_f32(from, shape);
-    const std::vector<float> all = f_.read_f32(from, s.stored_shape);
+    // Row blocks of one stored tensor come one after another (Q, K, V of an
+    // in_proj): it is read once for all of them.
+    if (whole_name_ != from) {
+      whole_ = f_.read_f32(from, s.stored_shape);
+      whole_name_ = from;
+    }
+    std::vector<float> once; // an embedding table's leading rows: read once, not kept
+    if (s.leading_rows)
+      once.swap(whole_), whole_name_.clear();
+    const std::vector<float>& all = s.leading_rows ? once : whole_;
     std::size_t n = 1, row = 1;
     for (std::size_t d = 0; d < shape.size(); ++d)
       n *= std::size_t(shape[d]), row *= d > 0 ? std::size_t(shape[d]) : 1;
@@ -173,6 +182,8 @@ private:
   const safetensors_file& f_;
   const model_config& c_;
   std::map<std::string, layer_tensors> repacked_; // by stored name and layout; "" the weight, else a suffix
+  mutable std::string whole_name_;                // the stored tensor whose row blocks read() hands out
+  mutable std::vector<float> whole_;
 };
 
 // A layer's self- or cross-attention (`kind`) as "<as>.w_q" etc.
@@ -180,10 +191,12 @@ void attention_weights(const tensor_reader& r, const std::string& layer, const s
                        gemm_weights type, layer_tensors& out) {
   const model_config& c = r.config();
   const int d = c.d_model, dk = c.d_k(), H = c.nhead;
+  // The weights, then the biases: a fused in_proj is read once for each (tensor_reader).
+  for (const std::string which : {"q", "k", "v"})
+    add_gemm_weight(r.read(layer + kind + "." + which + ".weight", {d, d}), {{dk, H, d}, 2, {d, dk, H}, 1}, type, out,
+                    as + ".w_" + which);
   for (const std::string which : {"q", "k", "v"}) {
-    const std::string name = layer + kind + "." + which;
-    add_gemm_weight(r.read(name + ".weight", {d, d}), {{dk, H, d}, 2, {d, dk, H}, 1}, type, out, as + ".w_" + which);
-    const auto b = r.read(name + ".bias", {d});
+    const auto b = r.read(layer + kind + "." + which + ".bias", {d});
     fbuffer bias(dk, H); // output h * d_k + j
     std::copy(b.begin(), b.end(), bias.data());
     out[as + ".b_" + which] = bias;
