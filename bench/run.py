@@ -93,7 +93,7 @@ def cpu_kind():
         arch = {23: "zen2" if model >= 0x30 else "zen1", 26: "zen5"}.get(family, "")
         if family == 25:
             arch = "zen4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "zen3"
-    slug = "".join(c if c.isalnum() else "-" for c in name.lower())
+    slug = "".join(c if c.isalnum() else "-" for c in name.lower().replace("(r)", "").replace("(tm)", ""))
     slug = "-".join(x for x in slug.split("-") if x and x not in ("processor", "cpu"))
     return "-".join(x for x in (slug, arch or f"f{family}m{model}", isa) if x), f"{name} (family {family}, model {model}, {isa})"
 
@@ -215,11 +215,18 @@ def main():
             for mode, batch in int8_cases]
     int8 += [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
                       samples, False, INT8) for mode, batch in natural_cases[:1]]
+    # bfloat16 where the CPU has AVX-512 BF16 (CTranslate2 has no CPU bfloat16: its
+    # float32 is the peer); the ratio to halformer float32 comes from the e2e rows.
+    bf16, bf16_unavailable = [], bf16_missing()
+    if not bf16_unavailable:
+        bf16 = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, BF16)
+                for mode, batch in int8_cases]
 
     state["loadavg_after"] = os.getloadavg()
     results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows,
-               "e2e": e2e, "natural": natural, "int8": int8, "training": training, "commands": COMMANDS}
-    for r in e2e + natural + int8:
+               "e2e": e2e, "natural": natural, "int8": int8, "bf16": bf16, "bf16_unavailable": bf16_unavailable,
+               "training": training, "commands": COMMANDS}
+    for r in e2e + natural + int8 + bf16:
         for s in r["systems"].values():
             s.pop("first_tokens", None)
     with open(os.path.join(a.out, "results.json"), "w") as f:
@@ -245,6 +252,17 @@ def trained_model(a):
 
 FLOAT32 = ("float32", "float32")  # (halformer's compute type, CTranslate2's)
 INT8 = ("int8", "int8_float32")
+BF16 = ("bfloat16", "float32")
+
+
+def bf16_missing():
+    """None where halformer runs bfloat16 on this CPU (its avx512_vnni kernel ISA),
+    else why not, as `halformer info` says."""
+    info = subprocess.run([os.path.join(BIN, "halformer"), "info"], capture_output=True, text=True).stdout
+    supports = next((l for l in info.splitlines() if l.startswith("CPU supports:")), "")
+    if " avx512_vnni" in supports:
+        return None
+    return f"not available on this CPU (it lacks AVX-512 BF16; {supports.strip() or 'no CPU line from halformer info'})"
 
 
 def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch, compute=FLOAT32):
@@ -367,6 +385,24 @@ def write_report(a, res, peak, bw):
           "on the Transformer-base model above and the trained copy model. Same output: sentences whose tokens equal "
           "halformer int8's.", ""]
     L += e2e_table(res["int8"])
+    L += ["", "## End to end, bfloat16", ""]
+    if res["bf16_unavailable"]:
+        L += [f"halformer `--compute-type bfloat16`: {res['bf16_unavailable']}.", ""]
+    else:
+        L += ["halformer `--compute-type bfloat16` (GEMM weights rounded to bfloat16 at load, inputs rounded per "
+              "kernel, float32 sums by vdpbf16ps; embeddings, LayerNorm, softmax and attention in float32) against "
+              "CTranslate2 float32 (it has no CPU bfloat16), on the Transformer-base model; the last column of the "
+              "second table is halformer bfloat16 time / halformer float32 time from the float32 table.", ""]
+        L += e2e_table(res["bf16"])
+        f32 = {r["label"]: r["systems"]["halformer"] for r in res["e2e"]}
+        L += ["", "| case | halformer float32 s | halformer bfloat16 s | bfloat16 speed-up |", "|---|---|---|---|"]
+        for r in res["bf16"]:
+            base = r["label"].rsplit(",", 1)[0]
+            if base in f32:
+                x, y = f32[base], r["systems"]["halformer"]
+                L.append(f"| {base} | {fmt_ms(x, 'median_s')} | {fmt_ms(y, 'median_s')} | "
+                         f"{x['median_s'] / y['median_s']:.2f}x |")
+        L += ["", "![end to end, bfloat16](bf16.svg)", ""]
     L += ["", "## Charts", "", "![end to end](e2e.svg)", "", "![end to end, natural lengths](natural.svg)", "",
           "![end to end, int8](int8.svg)", "",
           "![kernels](kernels.svg)", "",
@@ -382,7 +418,8 @@ def write_report(a, res, peak, bw):
                     f"{k.get('vs_openblas', '')}\n")
     with open(os.path.join(a.out, "e2e.csv"), "w") as f:
         f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
-        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"])):
+        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"]),
+                            ("bfloat16", res["bf16"])):
             for r in rows:
                 for name, x in r["systems"].items():
                     f.write(f"{model},{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},"
@@ -390,7 +427,9 @@ def write_report(a, res, peak, bw):
     for file, title, rows in (("e2e.svg", "End to end: tokens/s (longer is faster)", res["e2e"]),
                               ("natural.svg", "End to end, natural lengths: tokens/s (longer is faster)",
                                res["natural"]),
-                              ("int8.svg", "End to end, int8: tokens/s (longer is faster)", res["int8"])):
+                              ("int8.svg", "End to end, int8: tokens/s (longer is faster)", res["int8"])) + (
+                              (("bf16.svg", "End to end, bfloat16: tokens/s (longer is faster)", res["bf16"]),)
+                              if res["bf16"] else ()):
         svg_bars(os.path.join(a.out, file), title,
                  [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
                                 ("halformer", "ctranslate2", "pytorch")}) for r in rows],

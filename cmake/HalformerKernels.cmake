@@ -1,6 +1,7 @@
 # The kernel libraries, every kernel in each:
-# - CPU: three x86 ISAs with runtime dispatch (most specialised first; the last
-#   target is the baseline), merged into lib/libhalformer_kernels.a;
+# - CPU: the x86 ISAs of targets.cmake with runtime dispatch (most specialised
+#   first; the last target is the baseline), merged into lib/libhalformer_kernels.a;
+#   only DOT_PRODUCTS kernels are compiled for the dot-product ISAs (avx512_vnni);
 # - OpenCL (hf_opencl_*) and CUDA (hf_cuda_*: PTX for capabilities 8.6, 8.0 and
 #   7.0, chosen at run time by the device's capability; newer GPUs JIT the PTX),
 #   from the GPU schedules, merged into lib/libhalformer_kernels_{opencl,cuda}.a.
@@ -33,17 +34,38 @@ endif ()
 
 add_halide_runtime(halformer_runtime TARGETS ${HALFORMER_RUNTIME_TARGET})
 
+# The x86 targets of a kernel: HALFORMER_X86_TARGETS, less the dot-product ISAs'
+# targets unless it is a DOT_PRODUCTS kernel (its GEMMs int8 or bfloat16).
+# (Global properties: the function is called from other directories' scopes.)
+set_property(GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_TARGETS ${HALFORMER_DOT_PRODUCT_TARGETS})
+function(halformer_x86_targets_of out name)
+  set(targets ${HALFORMER_X86_TARGETS})
+  get_property(dot GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_KERNELS)
+  get_property(dot_targets GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_TARGETS)
+  if (NOT name IN_LIST dot AND dot_targets)
+    list(REMOVE_ITEM targets ${dot_targets})
+    if (NOT targets) # a library of dot-product ISAs alone: every kernel for them
+      set(targets ${HALFORMER_X86_TARGETS})
+    endif ()
+  endif ()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
 set(HALFORMER_KERNELS "")
-# halformer_kernel(NAME [BUCKETS b ...]): function hf_NAME from the kernel NAME of
+# halformer_kernel(NAME [DOT_PRODUCTS] [BUCKETS b ...]): function hf_NAME from the kernel NAME of
 # dsl/kernels.hpp (the generic generator with kernel=NAME; the DSL says its
 # arguments and its schedule). BUCKETS: the shape buckets (prefill, decode, decode1)
 # the model runs the kernel in; the tuner tunes and the knob file holds a knob set
 # for each, and the generator makes each distinct set a specialize() branch of the
-# one pipeline (schedules/buckets.hpp).
+# one pipeline (schedules/buckets.hpp). DOT_PRODUCTS: also compiled for the
+# dot-product ISAs (targets.cmake). CPU_ONLY: not in the GPU libraries.
 function(halformer_kernel name)
-  cmake_parse_arguments(ARG "" "" "BUCKETS" ${ARGN})
+  cmake_parse_arguments(ARG "DOT_PRODUCTS;CPU_ONLY" "" "BUCKETS" ${ARGN})
   if (HALFORMER_KERNEL_FILTER AND NOT name IN_LIST HALFORMER_KERNEL_FILTER)
     return()
+  endif ()
+  if (ARG_DOT_PRODUCTS)
+    set_property(GLOBAL APPEND PROPERTY HALFORMER_DOT_PRODUCT_KERNELS ${name})
   endif ()
   set(extra "")
   foreach (e IN LISTS HALFORMER_EMIT)
@@ -57,8 +79,11 @@ function(halformer_kernel name)
         continue()
       endif ()
       set(fn hf_${name})
-      set(targets ${HALFORMER_X86_TARGETS})
+      halformer_x86_targets_of(targets ${name})
       set(knobs ${HALFORMER_BUILD_KNOB_FILE})
+    elseif (ARG_CPU_ONLY)
+      set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_ONLY_KERNELS ${name})
+      continue()
     else ()
       string(TOUPPER ${api} API)
       set(fn hf_${api}_${name})
@@ -102,16 +127,22 @@ halformer_kernel(log_softmax BUCKETS decode)
 halformer_kernel(logits BUCKETS decode decode1)
 halformer_kernel(greedy_pick)
 halformer_kernel(beam_candidates)
-# int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp)
+# int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp);
+# the GEMMs are dot products (vpdpwssd with avx512_vnni)
 halformer_kernel(embedding_int8)
-halformer_kernel(logits_int8)
-halformer_kernel(qkv_projection_int8)
-halformer_kernel(kv_projection_int8)
-halformer_kernel(q_projection_int8)
-halformer_kernel(out_projection_int8)
-halformer_kernel(ffn_relu_int8)
-halformer_kernel(ffn_gelu_int8)
-halformer_kernel(ffn_silu_int8)
+halformer_kernel(logits_int8 DOT_PRODUCTS)
+halformer_kernel(qkv_projection_int8 DOT_PRODUCTS)
+halformer_kernel(kv_projection_int8 DOT_PRODUCTS)
+halformer_kernel(q_projection_int8 DOT_PRODUCTS)
+halformer_kernel(out_projection_int8 DOT_PRODUCTS)
+halformer_kernel(ffn_relu_int8 DOT_PRODUCTS)
+halformer_kernel(ffn_gelu_int8 DOT_PRODUCTS)
+halformer_kernel(ffn_silu_int8 DOT_PRODUCTS)
+# bfloat16: the int8 kernels' schedules; vdpbf16ps with avx512_vnni, emulated
+# (correct, slow) by the other ISAs; no GPU schedules.
+foreach (k IN ITEMS logits qkv_projection kv_projection q_projection out_projection ffn_relu ffn_gelu ffn_silu)
+  halformer_kernel(${k}_bf16 DOT_PRODUCTS CPU_ONLY)
+endforeach ()
 get_property(catalog GLOBAL PROPERTY HALFORMER_KERNEL_CATALOG)
 string(REGEX REPLACE ",\n$" "\n" catalog "${catalog}")
 file(WRITE ${CMAKE_BINARY_DIR}/share/halformer/kernels.json "[\n${catalog}]\n")

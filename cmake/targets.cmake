@@ -2,10 +2,19 @@
 # libraries (HalformerKernels.cmake) default to these lists, and the C++ tools
 # (the tuner, build-lib) read them from the generated halformer/targets.hpp.
 #   x86: one target per ISA, most specialised first (the last is the baseline).
+#   avx512_vnni is Halide's avx512_zen4 feature set (AVX-512 with VNNI, BF16,
+#   VBMI2, BITALG: Zen 4 and 5, Sapphire Rapids and later), the one that lets
+#   Halide 21 emit vpdpwssd / vpdpbusd / vdpbf16ps; it changes nothing of float32
+#   code, so only the dot-product kernels (DOT_PRODUCTS in HalformerKernels.cmake)
+#   are compiled for it. Halide 21 gates those instructions on avx512_zen4 even
+#   at 256 bits, so AVX-VNNI without AVX-512 (Alder Lake) gains no target.
 set(HALFORMER_ISA_TARGETS
+    "avx512_vnni=x86-64-linux-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_zen4-f16c-fma-sse41"
     "avx512=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"
     "avx2=x86-64-linux-avx-avx2-f16c-fma-sse41"
     "sse41=x86-64-linux-sse41")
+# The ISAs only the dot-product kernels are compiled for.
+set(HALFORMER_DOT_PRODUCT_ISAS avx512_vnni)
 set(HALFORMER_OPENCL_TARGET_LIST x86-64-linux-sse41-opencl)
 # CUDA: PTX for capabilities 8.6, 8.0 and 7.0 (RTX 30, A100, V100), newest first;
 # newer GPUs JIT the newest.
@@ -17,12 +26,16 @@ set(HALFORMER_CUDA_TARGET_LIST
 set(HALFORMER_RUNTIME_TARGET x86-64-linux-sse41-cuda-opencl)
 
 set(HALFORMER_X86_TARGET_LIST "")
+set(HALFORMER_DOT_PRODUCT_TARGETS "")
 set(isa_entries "")
 foreach (entry IN LISTS HALFORMER_ISA_TARGETS)
   string(REPLACE "=" ";" parts "${entry}")
   list(GET parts 0 isa)
   list(GET parts 1 target)
   list(APPEND HALFORMER_X86_TARGET_LIST ${target})
+  if (isa IN_LIST HALFORMER_DOT_PRODUCT_ISAS)
+    list(APPEND HALFORMER_DOT_PRODUCT_TARGETS ${target})
+  endif ()
   string(APPEND isa_entries "    {\"${isa}\", \"${target}\"},\n")
 endforeach ()
 function(halformer_cpp_list out)

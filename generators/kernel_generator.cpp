@@ -26,6 +26,8 @@ Halide::Type halide_type(dsl::dtype t) {
     return Halide::Int(32);
   case dsl::dtype::i8:
     return Halide::Int(8);
+  case dsl::dtype::bf16:
+    return Halide::BFloat(16);
   case dsl::dtype::boolean:
     return Halide::Bool();
   }

@@ -58,7 +58,12 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
   return out;
 }
 
-std::vector<preset_entry> int8_shapes(const std::vector<preset_entry>& float32) {
+std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32, const std::string& compute_type) {
+  if (compute_type == "float32")
+    return float32;
+  if (compute_type != "int8" && compute_type != "bfloat16")
+    throw error("unknown compute type '" + compute_type + "' (float32, int8 or bfloat16)");
+  const std::string suffix = compute_type == "int8" ? "_int8" : "_bf16";
   const auto is_gemm = [](const std::string& k) {
     return k.ends_with("_projection") || k.starts_with("ffn_") || k == "logits";
   };
@@ -68,7 +73,7 @@ std::vector<preset_entry> int8_shapes(const std::vector<preset_entry>& float32) 
       out.push_back(e);
       continue;
     }
-    const std::string name = e.kernel + "_int8";
+    const std::string name = e.kernel + suffix;
     const bool decode = bucket_of(e.shape) == "decode";
     auto same = std::find_if(out.begin(), out.end(), [&](const preset_entry& o) { return o.kernel == name; });
     if (same == out.end())

@@ -26,10 +26,11 @@ model_dims transformer_base(); // d_model 512, 8 heads, d_ff 2048, vocab 32000, 
 // batch and 1, attending to prefill_t keys).
 std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int batch);
 
-// The same run with int8 GEMMs: the GEMM kernels' *_int8 variants, each at one
-// shape (they take one knob set: no buckets), its decode step at the batch when
-// it has one (int8 serves decoding, which streams the weights), else its prefill.
-std::vector<preset_entry> int8_shapes(const std::vector<preset_entry>& float32);
+// The same run with int8 or bfloat16 GEMMs ("int8", "bfloat16"; "float32" gives
+// `float32` back): the GEMM kernels' *_int8 (*_bf16) variants, each at one shape
+// (they take one knob set: no buckets), its decode step at the batch when it has
+// one (these types serve decoding, which streams the weights), else its prefill.
+std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32, const std::string& compute_type);
 
 // "transformer-base": model_shapes(transformer_base(), 128, 8).
 std::vector<preset_entry> preset(const std::string& name);

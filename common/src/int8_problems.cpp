@@ -4,6 +4,8 @@
 // arithmetic (halformer/reference).
 #include "int8_problems.hpp"
 
+#include "halformer/reference/bfloat16.hpp"
+
 #include <cmath>
 
 namespace halformer::problems::int8 {
@@ -16,22 +18,29 @@ fb int8_steps(std::vector<int> outputs, int inputs) {
   steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(inputs))); });
   return steps;
 }
-// An int8 weight whose rows (dims < row_dims) are one output's inputs, as a
+// A dot-product weight whose rows (dims < row_dims) are one output's inputs, as a
 // reference (in, out) matrix: input i and output o are the rows' and the rest's
 // flattened indices, dim 0 fastest.
-ref::tensor int8_weight_to_ref(const i8b& w, int row_dims) {
+template <class T, class Value> ref::tensor dot_weight_to_ref(const Buffer<T>& w, int row_dims, Value value) {
   int in = 1, out = 1;
   for (int d = 0; d < w.dimensions(); ++d)
     (d < row_dims ? in : out) *= w.dim(d).extent();
   ref::tensor t({in, out});
   std::size_t k = 0;
   w.for_each_element([&](const int* pos) {
-    t.data[k] = w(pos); // (in, out) row-major by in fastest: the same order
+    t.data[k] = value(w(pos)); // (in, out) row-major by in fastest: the same order
     ++k;
   });
   return t;
 }
 } // namespace
+
+ref::tensor int8_weight_to_ref(const i8b& w, int row_dims) {
+  return dot_weight_to_ref(w, row_dims, [](int8_t v) { return double(v); });
+}
+ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims) {
+  return dot_weight_to_ref(w, row_dims, [](uint16_t v) { return double(ref::bf16_value(v)); });
+}
 
 // int8 weights (d_model, vocab) with one step per entry, as the loader quantizes
 // them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
@@ -63,7 +72,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   const int n = int(which.size());
-  name_head_projections(p, which, true);
+  name_head_projections(p, which, weight_type::int8);
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)

@@ -1,4 +1,5 @@
-// The int8 kernels' problems (int8_problems.cpp), for kernel_problems.cpp's table.
+// The int8 and bfloat16 kernels' problems (int8_problems.cpp, bf16_problems.cpp),
+// for kernel_problems.cpp's table.
 #pragma once
 
 #include "halformer/problems.hpp"
@@ -13,4 +14,18 @@ problem out_projection(shape_args& s);
 problem ffn(shape_args& s, ref::activation act);
 problem embedding(shape_args& s);
 
+// A dot-product weight whose first `row_dims` dims are an output's inputs as a
+// reference (in, out) matrix of its values.
+ref::tensor int8_weight_to_ref(const i8b& w, int row_dims);
+ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims);
+
 } // namespace halformer::problems::int8
+
+namespace halformer::problems::bf16 {
+
+problem logits(shape_args& s);
+problem head_projection(shape_args& s, const std::string& which);
+problem out_projection(shape_args& s);
+problem ffn(shape_args& s, ref::activation act);
+
+} // namespace halformer::problems::bf16

@@ -60,7 +60,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   const int n = int(which.size());
-  name_head_projections(p, which, false);
+  name_head_projections(p, which, weight_type::float32);
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
@@ -256,6 +256,14 @@ const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
       {"ffn_relu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::relu); }},
       {"ffn_gelu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::gelu); }},
       {"ffn_silu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::silu); }},
+      {"logits_bf16", bf16::logits},
+      {"qkv_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "qkv"); }},
+      {"kv_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "kv"); }},
+      {"q_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "q"); }},
+      {"out_projection_bf16", bf16::out_projection},
+      {"ffn_relu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::relu); }},
+      {"ffn_gelu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::gelu); }},
+      {"ffn_silu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::silu); }},
       {"ffn_relu", [](shape_args& a) { return ffn(a, ref::activation::relu); }},
       {"ffn_gelu", [](shape_args& a) { return ffn(a, ref::activation::gelu); }},
       {"ffn_silu", [](shape_args& a) { return ffn(a, ref::activation::silu); }},
@@ -348,7 +356,15 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
                                                          {"ffn_relu_int8", "ffn"},
                                                          {"ffn_gelu_int8", "ffn"},
                                                          {"ffn_silu_int8", "ffn"},
-                                                         {"embedding_int8", "embedding"}};
+                                                         {"embedding_int8", "embedding"},
+                                                         {"logits_bf16", "logits"},
+                                                         {"qkv_projection_bf16", "heads"},
+                                                         {"kv_projection_bf16", "heads"},
+                                                         {"q_projection_bf16", "heads"},
+                                                         {"out_projection_bf16", "heads"},
+                                                         {"ffn_relu_bf16", "ffn"},
+                                                         {"ffn_gelu_bf16", "ffn"},
+                                                         {"ffn_silu_bf16", "ffn"}};
   const auto f = family.find(kernel);
   const auto it = shapes.find(f != family.end() ? f->second : kernel);
   return it != shapes.end() ? it->second : none;

@@ -1,6 +1,7 @@
 // Helpers of the kernel problems (problems.hpp): random inputs, shape keys, the
 // error measure, row sampling, and binding a problem's arguments by name.
 #include "halformer/problems.hpp"
+#include "halformer/reference/bfloat16.hpp"
 
 #include "halformer/weight_layout.hpp"
 
@@ -29,6 +30,14 @@ i8b random_int8_weight(std::vector<int> shape, int row_dims) {
   i8b b = gemm_weight<int8_t>(shape, row_dims);
   std::uniform_int_distribution<int> v(-127, 127);
   b.for_each_value([&](int8_t& x) { x = int8_t(v(rng)); });
+  return b;
+}
+
+bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale) {
+  const fb values = random_weight(shape, row_dims, scale);
+  bf16b b = gemm_weight<uint16_t>(shape, row_dims);
+  b.raw_buffer()->type = halformer::bf16_type;
+  b.for_each_element([&](const int* pos) { b(pos) = ref::bf16_bits(values(pos)); });
   return b;
 }
 
@@ -65,15 +74,20 @@ void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_m
     for (int j = 0; j < DK; ++j)
       m.add(got(j, t, h, b), want.data[std::size_t(h * DK + j)]);
 }
-void name_head_projections(problem& p, const std::string& which, bool int8) {
+void name_head_projections(problem& p, const std::string& which, weight_type weights) {
   p.f_names = {"x"};
   for (const std::string prefix : {"w_", "b_", ""})
-    for (char w : which)
-      p.f_names.push_back(prefix + w + (int8 && prefix == "w_" ? "_step" : ""));
+    for (char w : which) {
+      if (prefix == "w_" && weights == weight_type::bf16)
+        continue;
+      p.f_names.push_back(prefix + w + (weights == weight_type::int8 && prefix == "w_" ? "_step" : ""));
+    }
   for (char w : which) {
     p.outputs.push_back(std::string(1, w));
-    if (int8)
+    if (weights == weight_type::int8)
       p.i8_names.push_back(std::string("w_") + w);
+    if (weights == weight_type::bf16)
+      p.bf16_names.push_back(std::string("w_") + w);
   }
 }
 namespace {
@@ -96,7 +110,7 @@ std::vector<std::pair<int, int>> sample_rows(int T, int B) {
   return s;
 }
 
-// The caller's order: f buffers, i buffers, i8 buffers, scalars (see operator()).
+// The caller's order: f buffers, i buffers, i8 buffers, bf16 buffers, scalars (see operator()).
 void problem::bind(const halformer_kernel& k) {
   const call_set c = make();
   std::vector<halformer::arg_spec> specs;
@@ -110,6 +124,8 @@ void problem::bind(const halformer_kernel& k) {
     buffer(i_names[j], halformer::i32_type, c.i.at(j).dimensions());
   for (std::size_t j = 0; j < i8_names.size(); ++j)
     buffer(i8_names[j], halformer::i8_type, c.i8.at(j).dimensions());
+  for (std::size_t j = 0; j < bf16_names.size(); ++j)
+    buffer(bf16_names[j], halformer::bf16_type, c.bf16.at(j).dimensions());
   for (const auto& s : scalars)
     specs.push_back(halformer::scalar_arg(s.name, s.type));
   call = halformer::kernel_call(k, specs);

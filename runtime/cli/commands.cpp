@@ -74,9 +74,7 @@ std::string resolve_isa(const std::string& asked) {
 // The (kernel, shape) pairs a tune request names: a preset, a model directory's
 // shapes, or one kernel at one shape.
 std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::string& shape, const tuner::catalog& cat) {
-  const auto typed = [&](std::vector<tuner::preset_entry> jobs) {
-    return r.compute_type == "int8" ? tuner::int8_shapes(jobs) : jobs;
-  };
+  const auto typed = [&](std::vector<tuner::preset_entry> jobs) { return tuner::typed_shapes(jobs, r.compute_type); };
   if (!r.preset.empty())
     return typed(tuner::preset(r.preset));
   if (!r.model_dir.empty()) {
@@ -166,7 +164,7 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
   std::vector<std::pair<std::string, std::string>> jobs;
   if (all) {
     const auto entries = tuner::preset(preset_name);
-    for (const auto& e : compute_type == "int8" ? tuner::int8_shapes(entries) : entries)
+    for (const auto& e : tuner::typed_shapes(entries, compute_type))
       jobs.emplace_back(e.kernel, e.shape);
   } else if (o.kernel.empty() || o.shape.empty())
     throw error("compare needs --kernel and --shape, or --all");

@@ -144,8 +144,10 @@ CLI::App* add_tune(CLI::App& app, options& p) {
       ->check(CLI::ExistingDirectory);
   tune_cmd->add_option("--prefill-tokens", tr.prefill_tokens, "a model's prefill length (and decode keys)")
       ->check(CLI::Range(2, 1 << 16));
-  tune_cmd->add_option("--compute-type", tr.compute_type, "a preset's or model's GEMMs: float32, or int8 (*_int8)")
-      ->check(CLI::IsMember({"float32", "int8"}));
+  tune_cmd
+      ->add_option("--compute-type", tr.compute_type,
+                   "a preset's or model's GEMMs: float32, int8 (*_int8) or bfloat16 (*_bf16)")
+      ->check(CLI::IsMember({"float32", "int8", "bfloat16"}));
   tune_cmd->add_option("--batch", tr.batch, "a model's batch (decode is also tuned at batch 1)")
       ->check(CLI::Range(2, 1 << 16));
   tune_cmd->add_option("--knob-file", tr.knob_file,
@@ -213,8 +215,10 @@ CLI::App* add_compare(CLI::App& app, options& p) {
                       "opencl: the GPU schedule on the OpenCL device)");
   cmp_cmd->add_flag("--all", cmp_all, "every kernel at the preset's shapes, then a summary")->excludes(cmp_kernel);
   cmp_cmd->add_option("--preset", cmp_preset, "shapes for --all (default transformer-base)");
-  cmp_cmd->add_option("--compute-type", p.cmp_compute, "--all's GEMMs: float32, or int8 (*_int8 kernels)")
-      ->check(CLI::IsMember({"float32", "int8"}));
+  cmp_cmd
+      ->add_option("--compute-type", p.cmp_compute,
+                   "--all's GEMMs: float32, int8 (*_int8 kernels) or bfloat16 (*_bf16)")
+      ->check(CLI::IsMember({"float32", "int8", "bfloat16"}));
   cmp_cmd->add_option("--db", co.db_dir, "schedule database (tuned rows)");
   cmp_cmd->add_option("--out", cmp_out, "directory for CSV, JSON and SVG reports");
   cmp_cmd->add_option("--isa", co.measure.isa, "avx512, avx2 or sse41");

@@ -2,9 +2,12 @@
  *
  * Every kernel hf_<name>() is declared in its own header hf_<name>.h (included
  * below) and returns 0 or a Halide error code. Each kernel holds code for AVX-512
- * (Skylake set), AVX2+FMA and SSE4.1 and runs the most specialised one the CPU
- * supports, unless an ISA is forced: set HALFORMER_ISA=avx512|avx2|sse41|auto
- * before halformer_kernels_init(), or call halformer_force_isa().
+ * (Skylake set), AVX2+FMA and SSE4.1, the int8 GEMM kernels also for avx512_vnni
+ * (AVX-512 with VNNI and BF16 dot products: Zen 4, Sapphire Rapids and later), and
+ * runs the most specialised one the CPU supports, unless an ISA is forced: set
+ * HALFORMER_ISA=avx512_vnni|avx512|avx2|sse41|auto before
+ * halformer_kernels_init(), or call halformer_force_isa(). A kernel without code
+ * for the forced ISA runs the next one below it.
  * The GPU libraries hold hf_opencl_<name>() and hf_cuda_<name>() with the same
  * signatures; their buffers live on the device between calls (Halide copies host
  * data over when host_dirty is set and leaves outputs device_dirty: call
@@ -25,13 +28,14 @@ struct halide_filter_metadata_t;
  * Returns 0, or -1 if HALFORMER_ISA names no ISA (see halformer_last_error()). */
 int halformer_kernels_init(void);
 
-/* "auto", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
+/* "auto", "avx512_vnni", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
  * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel
  * chooses its ISA on its first call and keeps it: force before any kernel runs
  * (afterwards a different choice returns -1). */
 int halformer_force_isa(const char* isa);
 
-/* The ISA the kernels run now: "avx512", "avx2" or "sse41". */
+/* The ISA the kernels run now: "avx512_vnni" (the kernels compiled for it; the
+ * others run avx512), "avx512", "avx2" or "sse41". */
 const char* halformer_active_isa(void);
 
 /* Whether the CPU itself supports `isa` (ignoring any forcing). */

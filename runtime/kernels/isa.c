@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum level { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AUTO = 4 };
+/* LEVEL_AVX512_VNNI: Halide's avx512_zen4 set (VNNI and BF16 dot products), which
+ * only the dot-product kernels are compiled for (cmake/targets.cmake). */
+enum level { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AVX512_VNNI = 4, LEVEL_AUTO = 5 };
 #define FEATURE_WORDS ((halide_target_feature_end + 63) / 64)
 
 static volatile int forced_level = LEVEL_AUTO;
@@ -15,14 +17,15 @@ static _Thread_local char last_error[4096];
 
 static int feature_level(int f) {
   switch (f) {
-  case halide_target_feature_avx512:
-  case halide_target_feature_avx512_skylake:
   case halide_target_feature_avx512_cannonlake:
-  case halide_target_feature_avx512_knl:
   case halide_target_feature_avx512_sapphirerapids:
   case halide_target_feature_avx512_zen4:
   case halide_target_feature_avx512_zen5:
   case halide_target_feature_avxvnni:
+    return LEVEL_AVX512_VNNI;
+  case halide_target_feature_avx512:
+  case halide_target_feature_avx512_skylake:
+  case halide_target_feature_avx512_knl:
     return LEVEL_AVX512;
   case halide_target_feature_avx:
   case halide_target_feature_avx2:
@@ -40,8 +43,20 @@ static volatile int dispatched = 0;
 
 extern int halformer_cuda_capability_of_feature(int feature); /* device.c */
 
-/* Halide's default answers for CPU features only; a CUDA target's capability is
- * checked here against the device's, so the newest PTX it can run is chosen. */
+/* The instructions of Halide's avx512_zen4 feature set. Halide 21's runtime does
+ * not know that feature (it detects it on one AMD model only and otherwise lets
+ * a target ask for it unchecked), so an Ice Lake, which has VNNI but no BF16,
+ * would be handed vdpbf16ps code: the CPU is asked here. */
+static int cpu_has_zen4_set(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
+         __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512bitalg") &&
+         __builtin_cpu_supports("avx512ifma") && __builtin_cpu_supports("avx512vbmi");
+}
+
+/* Halide's default answers for CPU features, but for the avx512_vnni level's (asked
+ * of the CPU); a CUDA target's capability is checked here against the device's,
+ * so the newest PTX it can run is chosen. */
 static int can_use(int count, const uint64_t* features) {
   dispatched = 1;
   for (int word = 0; word < count; ++word)
@@ -49,6 +64,8 @@ static int can_use(int count, const uint64_t* features) {
       if ((features[word] >> bit) & 1) {
         const int f = word * 64 + bit, cap = halformer_cuda_capability_of_feature(f);
         if (feature_level(f) > forced_level)
+          return 0;
+        if (feature_level(f) == LEVEL_AVX512_VNNI && !cpu_has_zen4_set())
           return 0;
         if (cap && halformer_cuda_capability() < cap)
           return 0;
@@ -65,6 +82,8 @@ void halformer_set_error(const char* msg) { on_error(NULL, msg); }
 static int parse(const char* isa) {
   if (!isa || !strcmp(isa, "auto") || !*isa)
     return LEVEL_AUTO;
+  if (!strcmp(isa, "avx512_vnni"))
+    return LEVEL_AVX512_VNNI;
   if (!strcmp(isa, "avx512"))
     return LEVEL_AVX512;
   if (!strcmp(isa, "avx2"))
@@ -77,7 +96,8 @@ static int parse(const char* isa) {
 int halformer_force_isa(const char* isa) {
   int level = parse(isa);
   if (!level) {
-    snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512, avx2 or sse41)", isa);
+    snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512_vnni, avx512, avx2 or sse41)",
+             isa);
     return -1;
   }
   if (dispatched && level != forced_level) {
@@ -95,7 +115,7 @@ int halformer_kernels_init(void) {
   return halformer_force_isa(getenv("HALFORMER_ISA"));
 }
 
-/* The feature sets of the three targets in HALFORMER_X86_TARGETS. */
+/* The feature sets of the targets in HALFORMER_X86_TARGETS (cmake/targets.cmake). */
 static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
   static const int avx2[] = {halide_target_feature_avx, halide_target_feature_avx2, halide_target_feature_f16c,
                              halide_target_feature_fma, halide_target_feature_sse41};
@@ -108,27 +128,31 @@ static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
     words[halide_target_feature_avx512 / 64] |= 1ull << (halide_target_feature_avx512 % 64);
     words[halide_target_feature_avx512_skylake / 64] |= 1ull << (halide_target_feature_avx512_skylake % 64);
   }
+  if (level >= LEVEL_AVX512_VNNI) {
+    words[halide_target_feature_avx512_cannonlake / 64] |= 1ull << (halide_target_feature_avx512_cannonlake % 64);
+    words[halide_target_feature_avx512_zen4 / 64] |= 1ull << (halide_target_feature_avx512_zen4 % 64);
+  }
+}
+
+static int cpu_has_level(int level) {
+  uint64_t words[FEATURE_WORDS];
+  feature_set(level, words);
+  return halide_default_can_use_target_features(FEATURE_WORDS, words) &&
+         (level != LEVEL_AVX512_VNNI || cpu_has_zen4_set());
 }
 
 int halformer_cpu_supports(const char* isa) {
   int level = parse(isa);
   if (!level)
     return 0;
-  if (level == LEVEL_AUTO)
-    return 1;
-  uint64_t words[FEATURE_WORDS];
-  feature_set(level, words);
-  return halide_default_can_use_target_features(FEATURE_WORDS, words);
+  return level == LEVEL_AUTO || cpu_has_level(level);
 }
 
 const char* halformer_active_isa(void) {
-  static const char* names[] = {"", "sse41", "avx2", "avx512"};
-  for (int level = LEVEL_AVX512; level > LEVEL_SSE41; --level) {
-    uint64_t words[FEATURE_WORDS];
-    feature_set(level, words);
-    if (level <= forced_level && halide_default_can_use_target_features(FEATURE_WORDS, words))
+  static const char* names[] = {"", "sse41", "avx2", "avx512", "avx512_vnni"};
+  for (int level = LEVEL_AVX512_VNNI; level > LEVEL_SSE41; --level)
+    if (level <= forced_level && cpu_has_level(level))
       return names[level];
-  }
   return names[LEVEL_SSE41];
 }
 

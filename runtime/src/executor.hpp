@@ -31,6 +31,8 @@ inline halide_type_t argument_type(dsl::dtype t) {
     return i32_type;
   case dsl::dtype::i8:
     return i8_type;
+  case dsl::dtype::bf16:
+    return bf16_type;
   case dsl::dtype::boolean:
     return bool_type;
   case dsl::dtype::f32:

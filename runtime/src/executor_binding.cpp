@@ -34,7 +34,15 @@ template <class G> layer_descriptions described(const model_config& c, G gemms) 
 } // namespace
 
 layer_descriptions layer_descriptions::of(const model_config& c, gemm_weights gemms) {
-  return gemms == gemm_weights::int8 ? described(c, layers::int8_gemms) : described(c, layers::float32_gemms);
+  switch (gemms) {
+  case gemm_weights::int8:
+    return described(c, layers::int8_gemms);
+  case gemm_weights::bfloat16:
+    return described(c, layers::bf16_gemms);
+  case gemm_weights::float32:
+    break;
+  }
+  return described(c, layers::float32_gemms);
 }
 
 executor::executor(const model_config& c, const model_weights& w, device d)

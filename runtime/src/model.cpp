@@ -39,9 +39,13 @@ gemm_weights select_compute_type(const std::string& name, device d) {
   if (name == "auto")
     return d == device::cpu ? gemm_weights::int8 : gemm_weights::float32;
   if (name == "bfloat16") {
-    if (d == device::cpu && !__builtin_cpu_supports("avx512bf16"))
-      throw error("compute type bfloat16 needs AVX-512 BF16 (vdpbf16ps), which this CPU lacks; use float32 or int8");
-    throw error("compute type bfloat16: this build has no bfloat16 kernels yet; use float32 or int8");
+    if (d != device::cpu)
+      throw error(std::string("compute type bfloat16 runs on the CPU only (no GPU bfloat16 kernels); use float32 on ") +
+                  device_name(d));
+    if (!halformer_cpu_supports("avx512_vnni"))
+      throw error("compute type bfloat16 needs AVX-512 BF16 (vdpbf16ps, with the rest of Halide's avx512_zen4 set: "
+                  "VNNI, VBMI2, BITALG), which this CPU lacks; use float32 or int8");
+    return gemm_weights::bfloat16;
   }
   throw error("unknown compute type '" + name + "' (expected float32, int8, bfloat16 or auto)");
 }
@@ -101,7 +105,10 @@ Model::~Model() = default;
 const model_config& Model::config() const { return impl_->config; }
 const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
 std::string Model::device() const { return device_name(impl_->device); }
-std::string Model::compute_type() const { return impl_->weights.gemms == gemm_weights::int8 ? "int8" : "float32"; }
+std::string Model::compute_type() const {
+  const gemm_weights g = impl_->weights.gemms;
+  return g == gemm_weights::int8 ? "int8" : g == gemm_weights::bfloat16 ? "bfloat16" : "float32";
+}
 std::size_t Model::weight_bytes() const { return impl_->weights.bytes(); }
 
 std::vector<std::string> Model::kernels() const {
@@ -331,8 +338,8 @@ std::string Model::kernel_info() {
     throw error(halformer_last_error());
   std::string s = "kernel ISA: ";
   s += halformer_active_isa();
-  s += " (compiled: avx512, avx2, sse41; HALFORMER_ISA forces one)\nCPU supports:";
-  for (const char* isa : {"avx512", "avx2", "sse41"})
+  s += " (compiled: avx512_vnni for the int8 GEMMs, avx512, avx2, sse41; HALFORMER_ISA forces one)\nCPU supports:";
+  for (const char* isa : {"avx512_vnni", "avx512", "avx2", "sse41"})
     if (halformer_cpu_supports(isa))
       s += std::string(" ") + isa;
 #if HALFORMER_GPU

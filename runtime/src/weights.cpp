@@ -2,6 +2,8 @@
 
 #include "halformer/dsl/gemm_steps.hpp"
 #include "halformer/error.hpp"
+#include "halformer/kernel_call.hpp"
+#include "halformer/reference/bfloat16.hpp"
 #include "halformer/weight_layout.hpp"
 #include "tensor_names.hpp"
 
@@ -83,9 +85,22 @@ void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, in
   into[dsl::layers::step_name(name)] = steps;
 }
 
+// PyTorch [out][in] rows `w` rounded to bfloat16 (to nearest even) in the
+// dot-product layout `dims` (its first `inputs` dims index the input), under `name`.
+void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
+                   const std::string& name) {
+  std::vector<bool> is_input(dims.size(), false);
+  std::fill_n(is_input.begin(), inputs, true);
+  std::vector<uint16_t> bits(w.size());
+  std::transform(w.begin(), w.end(), bits.begin(), ref::bf16_bits);
+  Halide::Runtime::Buffer<uint16_t> b = gemm_layout(bits.data(), dims, is_input, inputs);
+  b.raw_buffer()->type = bf16_type; // Halide's runtime has no C++ bfloat16 type
+  into[name] = b;
+}
+
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
 // The layouts, as the kernels take them: float32 `float_dims` (output dims
-// first), int8 `int8_dims` (input dims first; add_int8_rows).
+// first), int8 and bfloat16 `int8_dims` (input dims first; add_int8_rows).
 struct gemm_shape {
   std::vector<int> float_dims;
   int float_outputs; // leading dims of float_dims that index the output
@@ -96,6 +111,10 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
                      const std::string& name) {
   if (type == gemm_weights::int8) {
     add_int8_rows(w, s.int8_dims, s.int8_inputs, into, name);
+    return;
+  }
+  if (type == gemm_weights::bfloat16) {
+    add_bf16_rows(w, s.int8_dims, s.int8_inputs, into, name);
     return;
   }
   std::vector<bool> is_input(s.float_dims.size(), true);
@@ -227,7 +246,7 @@ void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
   const int d = r.config().d_model;
   const bool int8 = type == gemm_weights::int8;
-  if (!int8 && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
+  if (type == gemm_weights::float32 && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
       r.config().tgt_vocab == vocab) {
     // The float32 generator's (vocab, d_model) weight, read as (d_model, vocab):
     // one table in memory (the embedding kernel takes strided tables).
@@ -249,15 +268,17 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
 }
 
 // The generator's weight, shared with the target table where tied: int8, the same
-// rows and steps; float32, the table is a transposed view of it (embedding_table).
+// rows and steps; float32, the table is a transposed view of it (embedding_table);
+// bfloat16, a table of its own (float32, as the embedding kernel reads it).
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
-  const bool int8 = type == gemm_weights::int8;
-  r.repacked("generator.weight", int8 ? "int8 rows" : "float32 generator", into, "generator.weight",
-             [&](layer_tensors& one) {
-               add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}),
-                               {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, one, "");
-             });
+  const char* layout = type == gemm_weights::int8       ? "int8 rows"
+                       : type == gemm_weights::bfloat16 ? "bfloat16 rows"
+                                                        : "float32 generator";
+  r.repacked("generator.weight", layout, into, "generator.weight", [&](layer_tensors& one) {
+    add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}),
+                    {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, one, "");
+  });
 }
 } // namespace
 

@@ -8,7 +8,9 @@
 // kept in PyTorch's row order, the dot-product layout ((d_model, d_k, heads) for a
 // head projection), its steps under "<name>.step"; only the int8 values stay
 // resident. int8 embedding tables are quantized per token (a step per entry).
-// Biases and norms stay float32.
+// bfloat16 GEMMs: every GEMM weight rounded to bfloat16 (nearest even) in the
+// int8 layout, no steps; embedding tables stay float32 (a tied generator is then
+// held twice: float32 table, bfloat16 rows). Biases and norms stay float32.
 #pragma once
 
 #include "halformer/config.hpp"
@@ -24,13 +26,13 @@ namespace halformer {
 
 using fbuffer = Halide::Runtime::Buffer<float>;
 using ibuffer = Halide::Runtime::Buffer<int32_t>;
-using weight_buffer = Halide::Runtime::Buffer<>; // float32 or int8
+using weight_buffer = Halide::Runtime::Buffer<>; // float32, int8 or bfloat16
 
 // One layer's tensors ("self_attn.w_q", "norm1.weight", "linear1.weight", ...).
 using layer_tensors = std::map<std::string, weight_buffer>;
 
 // The element type of the model's GEMM weights.
-enum class gemm_weights { float32, int8 };
+enum class gemm_weights { float32, int8, bfloat16 };
 
 struct model_weights {
   gemm_weights gemms = gemm_weights::float32;

@@ -1,4 +1,5 @@
-// Runs the kernel tests on one ISA path: HALFORMER_ISA (avx512, avx2, sse41, auto)
+// Runs the kernel tests on one ISA path: HALFORMER_ISA (avx512_vnni, avx512, avx2,
+// sse41, auto)
 // chooses it; ctest runs this binary once per ISA. A CPU without the requested ISA
 // exits 77, which ctest reports as skipped (never silently passed).
 // Built with HALFORMER_TEST_OPENCL, the same tests run the OpenCL kernels; no

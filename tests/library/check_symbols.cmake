@@ -1,22 +1,14 @@
-# cmake -DNM=nm -DARCHIVE=libhalformer_kernels.a -DKERNELS=a|b -DTARGETS=t1|t2|t3 -P check_symbols.cmake
-# The archive must define every kernel's entry point hf_<k>, one function per ISA
-# target of each kernel (its shape buckets are branches inside each), the
-# ISA-selection API, and one Halide runtime.
+# cmake -DNM=nm -DARCHIVE=libhalformer_kernels.a -DSYMBOLS=a|b|... -P check_symbols.cmake
+# The archive must define every symbol of SYMBOLS (each kernel's entry point
+# hf_<k> and one function per ISA target of each kernel: its shape buckets are
+# branches inside each), the ISA-selection API, and one Halide runtime.
 execute_process(COMMAND ${NM} -g --defined-only ${ARCHIVE} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
 if (NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${ARCHIVE}")
 endif ()
-string(REPLACE "|" ";" KERNELS "${KERNELS}")
-string(REPLACE "|" ";" TARGETS "${TARGETS}")
+string(REPLACE "|" ";" wanted "${SYMBOLS}")
 set(missing "")
 set(count 0)
-set(wanted "")
-foreach (k IN LISTS KERNELS)
-  list(APPEND wanted "hf_${k}")
-  foreach (t IN LISTS TARGETS)
-    list(APPEND wanted "hf_${k}-${t}-no_runtime")
-  endforeach ()
-endforeach ()
 foreach (s IN LISTS wanted)
     string(REGEX MATCH "\n[0-9a-f]+ T ${s}\n" found "\n${symbols}")
     if (found)

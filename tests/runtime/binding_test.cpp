@@ -176,6 +176,11 @@ TEST_CASE("every compiled kernel's arguments are its DSL interface, in order", "
       const auto want = dsl::kernels::interface_of(K{});
       INFO("kernel " << want.name);
       const halformer_kernel* k = halformer_find_kernel(list, std::string(want.name).c_str());
+      if (list != halformer_kernels_cpu() && want.name.ends_with("_bf16")) { // CPU-only kernels
+        CHECK(k == nullptr);
+        --in_dsl;
+        return;
+      }
       REQUIRE(k != nullptr);
       const halide_filter_metadata_t* md = k->metadata();
       REQUIRE(std::size_t(md->num_arguments) == want.inputs.size() + want.outputs.size());

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,39 @@ inline std::vector<halformer::sentence> sources(const std::string& name) {
   for (std::size_t b = 0; b < padded.size(); ++b)
     padded[b].resize(std::size_t(lengths[b]));
   return padded;
+}
+
+// Greedy outputs of the trained copy-task model in `compute_type` against
+// float32's, on its 64 held-out sources: how many are identical, and how many of
+// float32's are exact copies (the model has learnt its task, so its decisions
+// are not near-ties that any rounding of the weights flips).
+struct agreement {
+  int same = 0, copies = 0, sentences = 0;
+};
+inline agreement trained_copy_agreement(const std::string& compute_type) {
+  const std::string d = dir("trained_copy");
+  std::vector<halformer::sentence> src;
+  std::ifstream in(d + "/sources.txt");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ids(line);
+    src.emplace_back(std::istream_iterator<int>(ids), std::istream_iterator<int>());
+  }
+  halformer::load_options lo;
+  halformer::Model f = halformer::Model::load(d, lo);
+  lo.compute_type = compute_type;
+  halformer::Model q = halformer::Model::load(d, lo);
+  halformer::decode_options o;
+  o.max_len = 30;
+  const auto hf = f.translate(src, o), hq = q.translate(src, o);
+  agreement a;
+  a.sentences = int(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    a.same += hf[i][0].tokens == hq[i][0].tokens;
+    auto want = src[i];
+    want.push_back(f.config().eos_id);
+    a.copies += hf[i][0].tokens == want;
+  }
+  return a;
 }
 
 } // namespace fixtures

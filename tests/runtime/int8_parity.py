@@ -18,9 +18,11 @@ step apart from the float64 emulation's. On most rows nothing does: they agree t
 int8 and float32 logits differ by 4-70% of the rms), so one flipped step can
 move a whole sentence by several % (base_width's last sentence on AVX2: 7%, its
 embedding off by one float32 ulp). So per sentence (batch row) the worst error
-is taken, and at least 3 of a fixture's 4 sentences must agree to 1e-4 of the
-rms: a wiring error, a wrong step or layout, moves every sentence (and float32
-is 2-70% of the rms away from every one).
+is taken, and at least half of a fixture's sentences and 80% of all must agree
+to 1e-4 of the rms (on a Sapphire Rapids-class Xeon's AVX-512 code two of
+base_width's four flip by 9-11%, the other 18 agree to 2-6e-7): a wiring error,
+a wrong step or layout, moves every sentence (and float32 is 2-70% of the rms
+away from every one).
 
 usage: int8_parity.py HALFORMER_CLI FIXTURE_DIR...
 """
@@ -84,7 +86,7 @@ def int8_model(directory):
 
 def main():
     cli, fixtures = sys.argv[1], sys.argv[2:]
-    failures = 0
+    failures, agreed, sentences = 0, 0, 0
     F.linear = quantized_linear  # nn.Linear and F.multi_head_attention_forward call it through the module
     torch.set_grad_enabled(True)  # parameters needing grad keep PyTorch off its fused fast paths
     for d in fixtures:
@@ -102,12 +104,14 @@ def main():
         per_row = [((got[0][b] - want[b]).abs().max() / rms).item() for b in range(want.shape[0])]
         float_row = [((float32[0][b] - want[b]).abs().max() / rms).item() for b in range(want.shape[0])]
         agree = sum(e <= BOUND for e in per_row)
-        ok = 4 * agree >= 3 * len(per_row) and min(float_row) > 10 * BOUND
+        ok = 2 * agree >= len(per_row) and min(float_row) > 10 * BOUND
+        agreed, sentences = agreed + agree, sentences + len(per_row)
         print(f"{os.path.basename(d)}: int8 |halformer - PyTorch emulation| / rms per sentence "
               f"{' '.join(f'{e:.1e}' for e in per_row)} ({agree} within {BOUND}); float32 "
               f"{' '.join(f'{e:.1e}' for e in float_row)}: {'ok' if ok else 'FAILED'}")
         failures += not ok
-    return 1 if failures else 0
+    print(f"{agreed} of {sentences} sentences within {BOUND}: {'ok' if 5 * agreed >= 4 * sentences else 'FAILED'}")
+    return 1 if failures or 5 * agreed < 4 * sentences else 0
 
 
 if __name__ == "__main__":

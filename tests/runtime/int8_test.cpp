@@ -3,15 +3,13 @@
 // on a trained model. (int8_parity.py checks the int8 logits against PyTorch
 // running the same quantized arithmetic.)
 #include "fixtures.hpp"
+#include "halformer_kernels.h"
 #include "weights.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <random>
-#include <sstream>
 
 using Catch::Matchers::Contains;
 using halformer::Model;
@@ -67,8 +65,8 @@ TEST_CASE("an int8 model keeps only int8 weights resident", "[int8]") {
 
 TEST_CASE("compute types: unknown and unavailable ones are errors naming the problem", "[int8]") {
   CHECK_THROWS_WITH(load("post_ln_relu", "int4"), Contains("unknown compute type 'int4'") && Contains("float32, int8"));
-  if (__builtin_cpu_supports("avx512bf16"))
-    CHECK_THROWS_WITH(load("post_ln_relu", "bfloat16"), Contains("no bfloat16 kernels"));
+  if (halformer_cpu_supports("avx512_vnni")) // bf16_test.cpp tests the model it loads
+    CHECK(load("post_ln_relu", "bfloat16").compute_type() == "bfloat16");
   else
     CHECK_THROWS_WITH(load("post_ln_relu", "bfloat16"), Contains("needs AVX-512 BF16") && Contains("lacks"));
   CHECK(load("post_ln_relu", "auto").compute_type() == "int8"); // on the CPU
@@ -79,29 +77,9 @@ TEST_CASE("int8 greedy outputs agree with float32's on >= 95% of a trained model
   // steps): trained outputs lead by clear margins, as a real model's do. (Random
   // fixtures do not: their decisions are near-ties that any int8 scheme flips;
   // int8_parity.py checks their logits against the exact quantized arithmetic.)
-  const std::string dir = fixtures::dir("trained_copy");
-  std::vector<halformer::sentence> sources;
-  std::ifstream in(dir + "/sources.txt");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ids(line);
-    sources.emplace_back(std::istream_iterator<int>(ids), std::istream_iterator<int>());
-  }
-  REQUIRE(sources.size() == 64);
-  halformer::load_options lo;
-  Model f = Model::load(dir, lo);
-  lo.compute_type = "int8";
-  Model q = Model::load(dir, lo);
-  halformer::decode_options o;
-  o.max_len = 30;
-  const auto hf = f.translate(sources, o), hq = q.translate(sources, o);
-  int same = 0, copies = 0;
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    same += hf[i][0].tokens == hq[i][0].tokens;
-    auto want = sources[i];
-    want.push_back(f.config().eos_id);
-    copies += hf[i][0].tokens == want;
-  }
-  INFO(same << " of 64 identical; float32 copied " << copies << " of 64 exactly");
-  CHECK(copies >= 16); // the model has learnt its task: its decisions are not near-ties
-  CHECK(same >= 0.95 * 64);
+  const auto a = fixtures::trained_copy_agreement("int8");
+  INFO(a.same << " of " << a.sentences << " identical; float32 copied " << a.copies << " exactly");
+  REQUIRE(a.sentences == 64);
+  CHECK(a.copies >= 16); // the model has learnt its task: its decisions are not near-ties
+  CHECK(a.same >= 0.95 * 64);
 }

@@ -7,9 +7,10 @@
 // the element or the tensor's rms (the bound; observed ~1e-6). The
 // Transformer-base-width fixture stores float64 outputs and PyTorch float32's own
 // error against them (~1e-4 for its encoder output: 2 post-LN layers of 512
-// features with sharp attention); there the bound is max(1e-4, twice that), since
-// two float32 implementations summing in different orders each err by about as
-// much, while wiring or indexing bugs err by 1e-2..1.
+// features with sharp attention); there the bound is max(1e-4, three times that),
+// since two float32 implementations summing in different orders each err by about
+// as much (halformer's AVX-512 code on a Sapphire Rapids-class Xeon: 2.2 times
+// PyTorch's 5.9e-5), while wiring or indexing bugs err by 1e-2..1.
 // Tokens: the expected ones come from a float64 reference decoder whose every
 // decision had a margin >= 1e-4 (recorded in expected.json), far above float32
 // rounding, so tokens must match exactly and scores to 1e-4.
@@ -50,7 +51,7 @@ TEST_CASE("forward matches PyTorch logits and encoder output", "[parity]") {
     REQUIRE(logits.size() == want_logits.data.size());
     const auto e = fixtures::expected(name);
     const auto bound = [&](const char* what) {
-      return std::max(1e-4, 2 * e.value("/pytorch_float32_error"_json_pointer / what, 0.0));
+      return std::max(1e-4, 3 * e.value("/pytorch_float32_error"_json_pointer / what, 0.0));
     };
     CHECK(worst_relative(logits, want_logits.data) <= bound("logits"));
     // Encoder output only at real (unpadded) source positions.

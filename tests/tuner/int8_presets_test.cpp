@@ -12,7 +12,7 @@
 using namespace halformer::tuner;
 
 TEST_CASE("int8 presets tune each GEMM's int8 kernel at its batched decode step", "[tuner][int8]") {
-  const auto float32 = preset("transformer-base"), int8 = int8_shapes(float32);
+  const auto float32 = preset("transformer-base"), int8 = typed_shapes(float32, "int8");
   std::map<std::string, std::string> shape_of;
   for (const auto& e : int8) {
     if (e.kernel.ends_with("_int8")) {
@@ -41,4 +41,19 @@ TEST_CASE("int8 presets tune each GEMM's int8 kernel at its batched decode step"
   };
   for (const std::string k : {"attention", "layernorm", "embedding", "beam_candidates"})
     CHECK(count(int8, k) == count(float32, k));
+}
+
+TEST_CASE("bfloat16 presets name the *_bf16 kernels at the int8 kernels' shapes", "[tuner][bf16]") {
+  const auto float32 = preset("transformer-base");
+  const auto int8 = typed_shapes(float32, "int8"), bf16 = typed_shapes(float32, "bfloat16");
+  REQUIRE(int8.size() == bf16.size());
+  for (std::size_t i = 0; i < int8.size(); ++i) {
+    std::string k = int8[i].kernel;
+    if (k.ends_with("_int8"))
+      k.replace(k.size() - 5, 5, "_bf16");
+    CHECK(bf16[i].kernel == k);
+    CHECK(bf16[i].shape == int8[i].shape);
+  }
+  CHECK(typed_shapes(float32, "float32").size() == float32.size());
+  CHECK_THROWS_WITH(typed_shapes(float32, "int4"), Catch::Contains("unknown compute type 'int4'"));
 }

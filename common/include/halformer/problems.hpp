@@ -23,6 +23,9 @@ using Halide::Runtime::Buffer;
 using fb = Buffer<float>;
 using ib = Buffer<int32_t>;
 using i8b = Buffer<int8_t>;
+// bfloat16 values as their bits; the raw buffer's type says bfloat16 (Halide's
+// runtime has no C++ bfloat16 type), so kernels taking bfloat16 accept it.
+using bf16b = Buffer<uint16_t>;
 
 extern std::mt19937 rng;
 
@@ -31,6 +34,9 @@ fb random(std::vector<int> shape, float scale);
 fb random_weight(std::vector<int> shape, int row_dims, float scale);
 // An int8 GEMM weight, uniform in [-127, 127], laid out the same way.
 i8b random_int8_weight(std::vector<int> shape, int row_dims);
+// A bfloat16 GEMM weight of normal values (deviation `scale`) rounded to bfloat16,
+// laid out the same way.
+bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale);
 
 // The shape's values by name; every one must be read by the kernel's problem.
 struct shape_args {
@@ -63,7 +69,8 @@ struct call_set {
   std::vector<fb> f;
   std::vector<ib> i;
   std::vector<i8b> i8;
-  // fn(buffer) for every buffer, in the caller's order (f, i, i8).
+  std::vector<bf16b> bf16;
+  // fn(buffer) for every buffer, in the caller's order (f, i, i8, bf16).
   template <class F> void for_each_buffer(F&& fn) { visit(*this, fn); }
   template <class F> void for_each_buffer(F&& fn) const { visit(*this, fn); }
 
@@ -74,6 +81,8 @@ private:
     for (auto& b : s.i)
       fn(b);
     for (auto& b : s.i8)
+      fn(b);
+    for (auto& b : s.bf16)
       fn(b);
   }
 };
@@ -100,10 +109,10 @@ struct scalar_input {
 };
 
 // A kernel at a shape: its arguments by name (call_set::f[k] is f_names[k],
-// i[k] is i_names[k], i8[k] is i8_names[k]; `outputs` names the written ones), how to make a set of
-// them, sampled float64 verification and the costs behind GFLOP/s and GB/s.
+// i[k] is i_names[k], i8[k] is i8_names[k], bf16[k] is bf16_names[k]; `outputs` names the written ones), how to make a
+// set of them, sampled float64 verification and the costs behind GFLOP/s and GB/s.
 struct problem {
-  std::vector<std::string> f_names, i_names, i8_names, outputs;
+  std::vector<std::string> f_names, i_names, i8_names, bf16_names, outputs;
   std::vector<scalar_input> scalars;
   std::function<call_set()> make;
   std::function<void(call_set&, error_meter&)> verify; // rows: sample_rows()
@@ -136,10 +145,12 @@ ref::tensor row3(const fb& x, int t, int b);
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
 // A head-layout output's row (d_k, t, heads, batch at t, b) against want (heads x d_k).
 void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
-// The argument names of the head projections `which` (e.g. "qkv"): x, then the
-// float inputs (weights, or with int8 weights their steps w_<p>_step), the biases
-// and the outputs; int8 weights w_<p> go to i8_names.
-void name_head_projections(problem& p, const std::string& which, bool int8);
+// The argument names of the head projections `which` (e.g. "qkv") with weights of
+// `weights`: x, then the float inputs (float32 weights, or with int8 weights their
+// steps w_<p>_step), the biases and the outputs; int8 weights w_<p> go to
+// i8_names, bfloat16 ones to bf16_names.
+enum class weight_type { float32, int8, bf16 };
+void name_head_projections(problem& p, const std::string& which, weight_type weights);
 // The (t, b) rows verify() compares: first, last and a few in between, or every
 // row after verify_every_row(true) (the kernel tests).
 std::vector<std::pair<int, int>> sample_rows(int T, int B);

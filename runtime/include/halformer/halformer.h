@@ -18,13 +18,14 @@ int halformer_model_load(const char* dir, int threads, halformer_model** out);
  * GPU, else the CPU). A named device that is not usable is an error. */
 int halformer_model_load_on(const char* dir, int threads, const char* device, halformer_model** out);
 /* The same with the GEMMs' compute type: "float32", "int8" (weights quantized at
- * load, activations per row, exact int32 sums), "bfloat16" (an error naming what
- * is missing) or "auto" (int8 on the CPU, float32 on a GPU). NULL: "float32". */
+ * load, activations per row, exact int32 sums), "bfloat16" (weights rounded at
+ * load, float32 sums; CPUs with AVX-512 BF16 only, elsewhere an error naming the
+ * missing feature) or "auto" (int8 on the CPU, float32 on a GPU). NULL: "float32". */
 int halformer_model_load_with(const char* dir, int threads, const char* device, const char* compute_type,
                               halformer_model** out);
 /* The device the model runs on ("cpu", "cuda", "opencl"); valid while the model is. */
 const char* halformer_model_device(const halformer_model* model);
-/* The compute type it runs in ("float32" or "int8"); valid while the model is. */
+/* The compute type it runs in ("float32", "int8" or "bfloat16"); valid while the model is. */
 const char* halformer_model_compute_type(const halformer_model* model);
 void halformer_model_free(halformer_model* model);
 

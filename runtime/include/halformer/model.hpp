@@ -39,9 +39,11 @@ struct load_options {
   std::string device = "cpu";
   // The GEMMs' numeric type: "float32"; "int8" (weights quantized at load, one
   // step per output row; activations quantized per row; exact int32 sums;
-  // LayerNorm, softmax and attention in float32); "bfloat16" (an error naming
-  // what is missing: no bfloat16 kernels are built yet); or "auto" (int8 on the
-  // CPU, where it is the fastest; float32 on a GPU, whose int8 kernels are not).
+  // LayerNorm, softmax and attention in float32); "bfloat16" (weights rounded to
+  // bfloat16 at load, inputs rounded per kernel, float32 sums: vdpbf16ps; CPUs
+  // with AVX-512 BF16 only, elsewhere an error naming the missing feature;
+  // embeddings, LayerNorm, softmax and attention in float32); or "auto" (int8 on
+  // the CPU, where it is the fastest; float32 on a GPU, whose int8 kernels are not).
   std::string compute_type = "float32";
 };
 

@@ -1,4 +1,4 @@
-// expect: contract: an int8 operand with a float one
+// expect: an int8 operand with a float one
 #include "halformer/dsl/quantize.hpp"
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;

@@ -14,18 +14,24 @@
 
 namespace halformer::dsl {
 
-enum class dtype { f32, i32, i8, boolean };
+enum class dtype { f32, i32, i8, bf16, boolean };
 constexpr const char* dtype_name(dtype d) {
-  return d == dtype::f32 ? "float32" : d == dtype::i32 ? "int32" : d == dtype::i8 ? "int8" : "bool";
+  return d == dtype::f32    ? "float32"
+         : d == dtype::i32  ? "int32"
+         : d == dtype::i8   ? "int8"
+         : d == dtype::bf16 ? "bfloat16"
+                            : "bool";
 }
 
 // Element types as types, one per dtype: an expression's element type is part of
 // its C++ type, so an int8 tensor meeting a float one without quantize or
-// dequantize between them fails to compile, as a shape mismatch does.
+// dequantize between them (or a bfloat16 one without to_bfloat16) fails to
+// compile, as a shape mismatch does.
 template <dtype D> struct element { static constexpr dtype value = D; };
 inline constexpr element<dtype::f32> f32{};
 inline constexpr element<dtype::i32> i32{};
 inline constexpr element<dtype::i8> i8{};
+inline constexpr element<dtype::bf16> bf16{};
 inline constexpr element<dtype::boolean> boolean{};
 
 template <class Op, class Shape, class Element, class... Args> struct tensor {
@@ -123,6 +129,9 @@ struct quant_step { // along dim 0: max |x| / 127, the step of a row's symmetric
 struct quantize { // clamp(round_half_even(x * (1 / step)), -127, 127); a zero row (step 0) gives zeros
   std::string name;
 };
+struct to_bfloat16 { // float32 rounded to bfloat16, to nearest even (as vcvtneps2bf16)
+  std::string name;
+};
 struct dequantize { // an int32 accumulation times its row's step and its column's step
   std::string name;
 };
@@ -150,10 +159,13 @@ template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
 
 // ---- linear algebra ----------------------------------------------------------------
 
-// The element type of a contraction of A with B: float32 of float32 operands,
-// int32 (exact accumulation) of int8 ones; void for a mixed pair.
+// The element type of a contraction of A with B: float32 of float32 operands and
+// of bfloat16 ones (float32 sums of exact products), int32 (exact accumulation)
+// of int8 ones; void for a mixed pair.
 template <class A, class B> constexpr auto contraction_element() {
   if constexpr (all_float_v<A, B>)
+    return element<dtype::f32>{};
+  else if constexpr (dtype_v<A> == dtype::bf16 && dtype_v<B> == dtype::bf16)
     return element<dtype::f32>{};
   else if constexpr (dtype_v<A> == dtype::i8 && dtype_v<B> == dtype::i8)
     return element<dtype::i32>{};
@@ -167,8 +179,9 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   using SB = shape_t<B>;
   using Element = decltype(contraction_element<A, B>());
   static_assert(!std::is_void_v<Element>,
-                "halformer::dsl::contract: an int8 operand with a float one (quantize the float operand, or "
-                "contract two int8 operands and dequantize the int32 result)");
+                "halformer::dsl::contract: operands of different element types (an int8 operand with a float "
+                "one: quantize the float operand, or contract two int8 operands and dequantize the int32 "
+                "result; a bfloat16 operand with a float32 one: to_bfloat16 the float32 operand)");
   static_assert(is_subset_v<Out, decltype(hana::concat(SA{}, SB{}))>,
                 "halformer::dsl::contract: the result names a dimension neither operand has");
   static_assert(decltype(hana::length(minus(common(SA{}, SB{}), Out{})))::value > 0,

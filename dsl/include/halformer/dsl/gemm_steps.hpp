@@ -1,26 +1,32 @@
-// The layers' weight-heavy steps (projections, FFN, logits, embeddings) in either
-// numeric type: float32 weights, or int8 weights quantized at load (the *_int8
-// kernels, dsl/kernels.hpp).
+// The layers' weight-heavy steps (projections, FFN, logits, embeddings) in one of
+// three numeric types: float32 weights, int8 weights quantized at load (the
+// *_int8 kernels, dsl/kernels.hpp), or bfloat16 weights rounded at load (the
+// *_bf16 kernels, dsl/kernels_bf16.hpp; their embedding tables stay float32).
 // A layer description takes the type as a compile-time tag, so a model's layers
 // name the kernels and weights of its type; everything else (LayerNorm, softmax,
 // attention) is float32 in both.
 //
 // Weights by name (relative to the layer): float32 ones in the float kernels'
 // layouts (output features innermost: self_attn.w_q is (d_k, heads, d_model));
-// int8 ones in the dot-product layout (a weight row is one output's inputs:
-// self_attn.w_q is (d_model, d_k, heads)) with their steps, one per output, as
-// "<weight>.step".
+// int8 and bfloat16 ones in the dot-product layout (a weight row is one output's
+// inputs: self_attn.w_q is (d_model, d_k, heads)), int8 ones with their steps,
+// one per output, as "<weight>.step".
 #pragma once
 
 #include "halformer/dsl/layer_operands.hpp"
 
 namespace halformer::dsl::layers {
 
-enum class gemm_type { float32, int8 };
+enum class gemm_type { float32, int8, bf16 };
 template <gemm_type G> using gemm_c = std::integral_constant<gemm_type, G>;
 inline constexpr gemm_c<gemm_type::float32> float32_gemms{};
 inline constexpr gemm_c<gemm_type::int8> int8_gemms{};
+inline constexpr gemm_c<gemm_type::bf16> bf16_gemms{};
 template <class G> inline constexpr bool is_int8_v = G::value == gemm_type::int8;
+template <class G> inline constexpr bool is_bf16_v = G::value == gemm_type::bf16;
+// The kernel of GEMM type G among a step's three.
+template <class G, class Float, class Int8, class Bf16>
+using by_gemm_t = std::conditional_t<is_int8_v<G>, Int8, std::conditional_t<is_bf16_v<G>, Bf16, Float>>;
 
 // The name a weight's int8 steps go by.
 inline std::string step_name(const std::string& weight) { return weight + ".step"; }
@@ -32,16 +38,18 @@ template <class K, class G> auto head_weights(const K& k, G, const std::string& 
   if constexpr (is_int8_v<G>)
     return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)),
                             k.step(w + "_step") >> weight(step_name(prefix + w), shape(d_k, heads)), bias);
+  else if constexpr (is_bf16_v<G>)
+    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)), bias);
   else
     return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_k, heads, d_model)), bias);
 }
 
 // Head projections of x (d_model, T, batch): each output (which, tensor) is the
-// projection "q", "k" or "v" in head layout, by the kernel Float or Int8 of the
-// GEMM type (qkv_projection[_int8], kv_..., q_...).
-template <class Float, class Int8, class G, class X, class... R>
+// projection "q", "k" or "v" in head layout, by the kernel Float, Int8 or Bf16 of
+// the GEMM type (qkv_projection[_int8|_bf16], kv_..., q_...).
+template <class Float, class Int8, class Bf16, class G, class X, class... R>
 auto head_projection_step(G g, const std::string& prefix, const X& x, const std::pair<std::string, R>&... outs) {
-  using K = std::conditional_t<is_int8_v<G>, Int8, Float>;
+  using K = by_gemm_t<G, Float, Int8, Bf16>;
   K k;
   auto ops = hana::concat(hana::make_tuple(k.x >> x, (out::head_layout(outs.first) >> outs.second)...),
                           hana::flatten(hana::make_tuple(head_weights(k, g, prefix, outs.first)...)));
@@ -64,6 +72,10 @@ auto out_projection_step(G, T seq, const std::string& prefix, const std::string&
       return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model)),
                  k.w_step >> weight(step_name(prefix + "w_o"), shape(d_model)));
     });
+  } else if constexpr (is_bf16_v<G>) {
+    kernels::out_projection_bf16 k;
+    return hana::unpack(
+        common(k), [&](auto... o) { return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model))); });
   } else {
     kernels::out_projection k;
     return hana::unpack(
@@ -71,7 +83,7 @@ auto out_projection_step(G, T seq, const std::string& prefix, const std::string&
   }
 }
 
-// residual + FFN(x) into `summed`, by ffn_<activation>[_int8].
+// residual + FFN(x) into `summed`, by ffn_<activation>[_int8|_bf16].
 template <class G, class T>
 auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const std::string& summed,
               const std::string& activation) {
@@ -88,6 +100,12 @@ auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const
                          k.w1_step >> weight(step_name("linear1.weight"), shape(d_ff)),
                          k.w2 >> weight("linear2.weight", shape(d_ff, d_model)),
                          k.w2_step >> weight(step_name("linear2.weight"), shape(d_model)));
+    });
+  } else if constexpr (is_bf16_v<G>) {
+    kernels::ffn_bf16 k;
+    return hana::unpack(common(k), [&](auto... o) {
+      return run_variant(k, "ffn_" + activation + "_bf16", o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
+                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)));
     });
   } else {
     kernels::ffn k;
@@ -132,6 +150,10 @@ template <class G> auto logits_step(G, const std::string& x) {
       return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab)),
                  k.w_step >> weight(step_name("generator.weight"), shape(vocab)));
     });
+  } else if constexpr (is_bf16_v<G>) {
+    kernels::logits_bf16 k;
+    return hana::unpack(
+        common(k), [&](auto... o) { return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab))); });
   } else {
     kernels::logits k;
     return hana::unpack(

@@ -8,9 +8,11 @@
 // names through the function's metadata. Stage names given here are the names
 // schedules refer to; `schedule` names the schedule (and its knob-file section).
 //
-// Adding a kernel: a struct here and its entry in `all` below.
+// Adding a kernel: a struct here (the bfloat16 ones: kernels_bf16.hpp) and its
+// entry in `all` below.
 #pragma once
 
+#include "halformer/dsl/kernels_bf16.hpp"
 #include "halformer/dsl/quantize.hpp"
 
 #include <stdexcept>
@@ -344,7 +346,9 @@ inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
                   ffn_silu, layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates,
                   embedding_int8, logits_int8, qkv_projection_int8, kv_projection_int8, q_projection_int8,
-                  out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8>;
+                  out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8, logits_bf16, qkv_projection_bf16,
+                  kv_projection_bf16, q_projection_bf16, out_projection_bf16, ffn_relu_bf16, ffn_gelu_bf16,
+                  ffn_silu_bf16>;
 
 // Calls f(kernel) with the kernel named `name`; an unknown name is an error
 // listing the known ones.

@@ -40,7 +40,7 @@ auto self_attention(T seq, NormFirst norm_first, G gemms, const std::string& pre
   const auto kv = [&](const std::string& n) {
     return causal ? cache(prefix + n, shape(d_k, seq, heads, batch)) : ref(prefix + n, shape(d_k, seq, heads, batch));
   };
-  auto qkv = head_projection_step<kernels::qkv_projection, kernels::qkv_projection_int8>(
+  auto qkv = head_projection_step<kernels::qkv_projection, kernels::qkv_projection_int8, kernels::qkv_projection_bf16>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, seq, batch)), std::pair{std::string("q"), heads_("q")},
       std::pair{std::string("k"), kv("k_cache")}, std::pair{std::string("v"), kv("v_cache")});
   auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
@@ -64,10 +64,10 @@ auto cross_attention(NormFirst norm_first, G gemms, const std::string& prefix, c
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
   const auto k = per_source(prefix + "k_memory", shape(d_k, src, heads, batch));
   const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
-  auto kv = head_projection_step<kernels::kv_projection, kernels::kv_projection_int8>(
+  auto kv = head_projection_step<kernels::kv_projection, kernels::kv_projection_int8, kernels::kv_projection_bf16>(
       gemms, prefix, ref("memory", shape(d_model, src, batch)), std::pair{std::string("k"), k},
       std::pair{std::string("v"), v});
-  auto qs = head_projection_step<kernels::q_projection, kernels::q_projection_int8>(
+  auto qs = head_projection_step<kernels::q_projection, kernels::q_projection_int8, kernels::q_projection_bf16>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
                  at.lengths >> lengths("src_lengths"), at.causal >> constant(false), at.offset >> constant(0),

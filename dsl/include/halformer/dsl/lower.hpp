@@ -150,8 +150,8 @@ public:
       const auto names = dim_names(S{});
       std::vector<std::string> out{names.begin(), names.end()};
       lowered result{Halide::Func(t.op.name), out};
-      if constexpr (std::is_same_v<Op, op::contract> && E::value == dtype::i32)
-        build_integer_contract(t.op, result, args);
+      if constexpr (is_dot_product<Op, std::decay_t<decltype(t.args)>>())
+        build_dot_product_contract(t.op, result, args);
       else
         build(t.op, result, args, t.args);
       stages_[t.op.name] = result;
@@ -236,9 +236,16 @@ private:
     r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
     r.f(vars(r)) += call(a[0], at) * call(a[1], at);
   }
-  // int8 x int8 (lower_quantize.hpp).
-  static constexpr int integer_block = 64;
-  void build_integer_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
+  // A contraction of int8 or bfloat16 operands.
+  template <class Op, class Args> static constexpr bool is_dot_product() {
+    if constexpr (std::is_same_v<Op, op::contract>)
+      return dtype_v<std::decay_t<decltype(hana::front(std::declval<Args>()))>> != dtype::f32;
+    else
+      return false;
+  }
+  // int8 x int8 and bfloat16 x bfloat16 (lower_quantize.hpp).
+  static constexpr int dot_product_block = 64;
+  void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);
   }
@@ -387,6 +394,7 @@ private:
   template <class Args> void build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::dequantize& o, lowered& r, std::vector<lowered>& a, const Args&);
+  template <class Args> void build(const op::to_bfloat16& o, lowered& r, std::vector<lowered>& a, const Args&);
 
   // Attention: lower_attention.hpp.
   template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&);

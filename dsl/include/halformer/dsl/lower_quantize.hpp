@@ -1,31 +1,42 @@
-// int8 lowering: part of dsl::lowering (lower.hpp includes this file).
+// int8 and bfloat16 lowering: part of dsl::lowering (lower.hpp includes this file).
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
 
 namespace halformer::dsl {
 
-// int8 x int8, summed exactly in int32 (which holds 2^31 / 127^2 = 133000
-// products: any reduction a model has). Written as int16 x int16 -> int32, the
-// form Halide's x86 backend turns into pmaddwd when pairs are vectorised. The
-// innermost reduced dimension runs over whole blocks of `integer_block`, the
-// operands reading zeros past its end: every dot-product width (pmaddwd's 8
-// lanes x 2, AVX-512's 16 x 2, vpdpbusd's 16 x 4) divides the block, so a
-// schedule's reduction splits have no tail (a guarded tail kept the partial sums
-// on the stack), and the zeros are confined to the last block (Halide splits
-// the loop at the boundary).
-inline void lowering::build_integer_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
+// Dot products of int8 or bfloat16 operands. int8 x int8 sums exactly in int32
+// (which holds 2^31 / 127^2 = 133000 products: any reduction a model has),
+// written as int16 x int16 -> int32, the form Halide's x86 backend turns into
+// pmaddwd (vpdpwssd with avx512_zen4) when pairs are vectorised. bfloat16 x
+// bfloat16 is a float32 product (exact: 8 x 8 significant bits) summed in
+// float32, the form it turns into vdpbf16ps. The innermost reduced dimension
+// runs over whole blocks of `dot_product_block`, the operands reading zeros past
+// its end: every dot-product width (pmaddwd's 8 lanes x 2, AVX-512's 16 x 2,
+// vpdpbusd's 16 x 4) divides the block, so a schedule's reduction splits have no
+// tail (a guarded tail kept the partial sums on the stack), and the zeros are
+// confined to the last block (Halide splits the loop at the boundary).
+inline void lowering::build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
   const std::string inner = reduced_dims(r, a[0], a[1]).at(0);
-  const auto at = contraction_domain(o.name, r, a[0], a[1], integer_block);
+  const auto at = contraction_domain(o.name, r, a[0], a[1], dot_product_block);
   const auto zero_padded = [&](const lowered& l) {
     Halide::Region bounds;
     for (const auto& d : l.dims)
       bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
     return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
   };
-  r.f(vars(r)) = 0;
-  r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(call(zero_padded(a[0]), at)),
-                                       Halide::cast<int16_t>(call(zero_padded(a[1]), at)));
+  const Halide::Expr x = call(zero_padded(a[0]), at), w = call(zero_padded(a[1]), at);
+  if (x.type().is_bfloat()) {
+    r.f(vars(r)) = 0.0f;
+    r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);
+  } else {
+    r.f(vars(r)) = 0;
+    r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(x), Halide::cast<int16_t>(w));
+  }
+}
+
+template <class Args> void lowering::build(const op::to_bfloat16&, lowered& r, std::vector<lowered>& a, const Args&) {
+  r.f(vars(r)) = Halide::cast(Halide::BFloat(16), call(a[0]));
 }
 
 // Quantization (quantize.hpp): a row's step is max |x| / 127; its values are x

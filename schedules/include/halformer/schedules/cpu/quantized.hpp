@@ -1,5 +1,6 @@
-// CPU schedules of the int8 GEMM kernels (dsl::quantized_linear): the input's
-// per-row quantization, then dot-product register tiles over the int8 weights.
+// CPU schedules of the int8 and bfloat16 GEMM kernels (dsl::quantized_linear,
+// dsl::bf16_linear): the input's per-row quantization (or rounding to bfloat16),
+// then dot-product register tiles over the int8 (bfloat16) weights.
 //
 // int8 weights lie in the dot-product layout (dsl/expr.hpp: a weight row is one
 // output's inputs), so one step of a tile reads 2 x `vec` consecutive inputs of
@@ -11,6 +12,9 @@
 // widened inputs = 14; AVX-512 (32 zmm) 4 x 4 = 16 + 4 + 4 = 24. Per step 4 x 2
 // pmaddwd read 4 weight vectors: batch 1 streams the weights (~4 ops per 32
 // bytes), larger batches reuse each widened weight vector `dot_rows` times.
+// With avx512_vnni (Halide's avx512_zen4) the pmaddwd and its add are one
+// vpdpwssd. bfloat16 tiles are the same, the pair of products one vdpbf16ps on
+// bfloat16 vectors read as they are (no widening: 2 x `vec` inputs per vector).
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
@@ -28,21 +32,14 @@ inline std::vector<knob_decl> int8_gemm_knobs() {
   };
 }
 
-// A quantized input (dsl::quantize_rows: stages <name>, <name>_step, <name>_step_max),
-// computed at root before the GEMM reads it: the steps in tasks of 16 rows (a row
-// takes well under a microsecond at d_model 512; 16 amortise the thread pool's
-// ~1 us dispatch) with the row maximum tree-vectorised along its innermost
-// feature (max is exact in any order), then the int8 values, vectorised along
-// their dim 0. Rows are (t, batch); the out projection's features are (d_k, heads).
-inline void quantized_input(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
+// An input's rows at root, before the GEMM reads them: its features innermost,
+// in tasks of 16 rows (a row takes well under a microsecond at d_model 512; 16
+// amortise the thread pool's ~1 us dispatch), vectorised along dim 0. Rows are
+// (t, batch); the out projection's features are (d_k, heads).
+inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
   using namespace Halide;
   constexpr int rows_per_task = 16;
-  const int vec = target.natural_vector_size<float>();
-  Func step = ctx.stage(name + "_step"), amax = ctx.stage(name + "_step_max"), values = ctx.stage(name);
   Var t("t"), b("batch"), row("row"), rt("rt");
-  step.compute_root().fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
-  amax.compute_at(step, rt);
-  amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, vec, TailStrategy::GuardWithIf);
   std::vector<VarOrRVar> order; // the features innermost, in their order, then t and batch
   for (const Var& v : values.args())
     if (v.name() != "t" && v.name() != "batch")
@@ -53,8 +50,33 @@ inline void quantized_input(const dsl::lowering& ctx, const std::string& name, c
       .fuse(t, b, row)
       .split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf)
       .parallel(row)
-      .vectorize(values.args()[0], vec, TailStrategy::GuardWithIf);
+      .vectorize(values.args()[0], target.natural_vector_size<float>(), TailStrategy::GuardWithIf);
 }
+
+// The inputs of the int8 GEMMs: quantized (dsl::quantize_rows: stages <name>,
+// <name>_step and <name>_step_max), the steps in tasks of 16 rows with the row
+// maximum tree-vectorised along its innermost feature (max is exact in any
+// order), then the int8 values (rows_at_root).
+struct int8_inputs {
+  static constexpr const char* head_projection_x = "x_quantized";
+  static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
+    using namespace Halide;
+    Func step = ctx.stage(name + "_step"), amax = ctx.stage(name + "_step_max");
+    Var t("t"), b("batch"), row("row"), rt("rt");
+    step.compute_root().fuse(t, b, row).split(row, row, rt, 16, TailStrategy::GuardWithIf).parallel(row);
+    amax.compute_at(step, rt);
+    amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, target.natural_vector_size<float>(),
+                                     TailStrategy::GuardWithIf);
+    rows_at_root(ctx.stage(name), target);
+  }
+};
+// The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root.
+struct bf16_inputs {
+  static constexpr const char* head_projection_x = "x_bf16";
+  static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
+    rows_at_root(ctx.stage(name), target);
+  }
+};
 
 // The output's tiles: `outputs` x `rows` (of t in prefill, of the batch in a decode
 // step), the last ones shifted inwards. A task owns `tiles_per_task` tiles of
@@ -110,39 +132,44 @@ inline void quantized_gemm(gemm_stage g, const Halide::Target& target, const kno
   sums.update().reorder(order).atomic().vectorize(pair).vectorize(u).unroll(g.o).unroll(g.t).unroll(g.batch);
 }
 
-inline void quantized_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
-                             const knob_values& k, const bucket_scope& in) {
-  quantized_input(ctx, "logits_x", target);
+// The kernels, for int8_inputs or bf16_inputs.
+template <class Inputs>
+void dot_product_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                        const bucket_scope& in) {
+  Inputs::prepare(ctx, "logits_x", target);
   quantized_gemm(logits_stage(ctx, out), target, k, in);
 }
 
-// q, k and v of one quantized x.
-inline void quantized_head_projection(const dsl::lowering& ctx,
-                                      const std::vector<std::pair<std::string, Halide::Func>>& outs,
-                                      const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
-  quantized_input(ctx, "x_quantized", target);
+// q, k and v of one prepared x.
+template <class Inputs>
+void dot_product_head_projection(const dsl::lowering& ctx,
+                                 const std::vector<std::pair<std::string, Halide::Func>>& outs,
+                                 const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
+  Inputs::prepare(ctx, Inputs::head_projection_x, target);
   for (const gemm_stage& g : quantized_head_projection_stages(ctx, outs))
     quantized_gemm(g, target, k, in);
 }
 
-inline void quantized_out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
-                                     const knob_values& k, const bucket_scope& in) {
-  quantized_input(ctx, "proj_x", target);
+template <class Inputs>
+void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
+                                const knob_values& k, const bucket_scope& in) {
+  Inputs::prepare(ctx, "proj_x", target);
   quantized_gemm(out_projection_stage(ctx, out), target, k, in);
 }
 
 // The FFN's knobs: the int8 GEMM's for the second GEMM, hidden_* for the first.
 inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_gemm_knobs()); }
 
-// x quantized, the first GEMM into the activated hidden layer at root, which is
-// quantized per row for the second.
-inline void quantized_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
-                          const knob_values& k, const bucket_scope& in) {
+// x prepared, the first GEMM into the activated hidden layer at root, which is
+// prepared per row for the second.
+template <class Inputs>
+void dot_product_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
+                     const bucket_scope& in) {
   auto [hidden, proj] = ffn_stages(ctx, out);
-  quantized_input(ctx, "hidden_x", target);
+  Inputs::prepare(ctx, "hidden_x", target);
   hidden.out.compute_root();
   quantized_gemm(hidden, target, hidden_knobs(k, int8_gemm_knobs()), in);
-  quantized_input(ctx, "proj_x", target);
+  Inputs::prepare(ctx, "proj_x", target);
   quantized_gemm(proj, target, k, in);
 }
 
