@@ -2,7 +2,8 @@
 // machine's build uses), at Transformer-base shapes (d_model 512, 8 heads, d_ff
 // 2048, vocab 32000): prefill S = 128, 512, 2048 (batch 1) and decode steps with
 // batch x beam = 1, 8, 32 (one new token; attention over a 128-position cache);
-// the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8 weights.
+// the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8
+// weights, and where the CPU has AVX-512 BF16 the bfloat16 ones (*_bf16).
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
 // sgemm on the same GEMMs (row-major, same threads). Inputs are rotated over
 // >= 64 MiB of copies so weights come from memory, as in a model. Prints JSON lines.
@@ -44,7 +45,8 @@ struct kcase {
   bool compute_bound;
 };
 
-std::vector<kcase> cases() {
+// typed: the GEMM kernels' other compute types ("_int8", "_bf16").
+std::vector<kcase> cases(const std::vector<std::string>& typed) {
   const std::string heads = "d_k=64,heads=8", d = "d_model=512", cache = "128", vocab = "32000";
   std::vector<kcase> v;
   auto add = [&](const std::string& k, const std::string& phase, const std::string& shape, bool compute_bound) {
@@ -64,9 +66,11 @@ std::vector<kcase> cases() {
     if (s <= 512)
       add("logits", phase, d + ",vocab=" + vocab + rows, true);
     add("softmax", phase, "n=" + S + rows, false);
-    for (const std::string k : {"qkv_projection_int8", "kv_projection_int8", "out_projection_int8"})
-      add(k, phase, heads + rows, true);
-    add("ffn_relu_int8", phase, d + ",d_ff=2048" + rows, true);
+    for (const std::string& type : typed) {
+      for (const std::string k : {"qkv_projection", "kv_projection", "out_projection"})
+        add(k + type, phase, heads + rows, true);
+      add("ffn_relu" + type, phase, d + ",d_ff=2048" + rows, true);
+    }
   }
   for (int r : {1, 8, 32}) { // one new token per row, attending to a 128-position cache
     const std::string phase = "decode rows=" + std::to_string(r), rows = ",t=1,batch=" + std::to_string(r);
@@ -82,10 +86,12 @@ std::vector<kcase> cases() {
     add("softmax", phase, "n=" + cache + rows, false);
     add("greedy_pick", phase, "vocab=" + vocab + rows, false);
     add("beam_candidates", phase, "vocab=" + vocab + rows, false);
-    for (const std::string k : {"qkv_projection_int8", "q_projection_int8", "out_projection_int8"})
-      add(k, phase, heads + rows, false);
-    add("ffn_relu_int8", phase, d + ",d_ff=2048" + rows, false);
-    add("logits_int8", phase, d + ",vocab=" + vocab + rows, false);
+    for (const std::string& type : typed) {
+      for (const std::string k : {"qkv_projection", "q_projection", "out_projection"})
+        add(k + type, phase, heads + rows, false);
+      add("ffn_relu" + type, phase, d + ",d_ff=2048" + rows, false);
+      add("logits" + type, phase, d + ",vocab=" + vocab + rows, false);
+    }
   }
   return v;
 }
@@ -137,16 +143,17 @@ int main(int argc, char** argv) {
   problems::rng.seed(1);
   // Every kernel of the library is accounted for: one the matrix does not run is
   // reported as such (a new kernel shows up here until it gets its phases).
-  const auto matrix = cases();
+  // bfloat16 kernels without AVX-512 BF16 run emulated code no model runs.
+  const bool bf16 = halformer_cpu_supports("avx512_vnni");
+  const auto matrix = cases(bf16 ? std::vector<std::string>{"_int8", "_bf16"} : std::vector<std::string>{"_int8"});
   for (const halformer_kernel* k = halformer_kernels_cpu(); k->name; ++k)
     if (std::none_of(matrix.begin(), matrix.end(), [&](const kcase& c) { return c.kernel == k->name; }) &&
         (only.empty() || only == k->name)) {
-      std::printf("%s\n", nlohmann::json{{"kernel", k->name},
-                                         {"skipped", "no Transformer-base phase of "
-                                                     "bench_kernels runs it"}}
-                              .dump()
-                              .c_str());
-      std::fprintf(stderr, "bench_kernels: %s is in the library but in no phase of the benchmark\n", k->name);
+      const bool lacks_bf16 = !bf16 && std::string(k->name).ends_with("_bf16");
+      const char* why =
+          lacks_bf16 ? "this CPU lacks AVX-512 BF16" : "no Transformer-base phase of bench_kernels runs it";
+      std::printf("%s\n", nlohmann::json{{"kernel", k->name}, {"skipped", why}}.dump().c_str());
+      std::fprintf(stderr, "bench_kernels: %s is in the library but not measured: %s\n", k->name, why);
     }
   for (const kcase& c : matrix) {
     if (!only.empty() && c.kernel != only)
