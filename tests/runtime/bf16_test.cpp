@@ -8,14 +8,10 @@
 
 #include <cmath>
 
+using fixtures::load;
 using halformer::Model;
 
 namespace {
-Model load(const std::string& fixture, const std::string& compute_type) {
-  halformer::load_options o;
-  o.compute_type = compute_type;
-  return Model::load(fixtures::dir(fixture), o);
-}
 double rms(const std::vector<float>& v) {
   double s = 0;
   for (float x : v)

@@ -52,6 +52,13 @@ inline std::vector<halformer::sentence> sources(const std::string& name) {
   return padded;
 }
 
+// The fixture `name` loaded with GEMMs in `compute_type`.
+inline halformer::Model load(const std::string& name, const std::string& compute_type) {
+  halformer::load_options o;
+  o.compute_type = compute_type;
+  return halformer::Model::load(dir(name), o);
+}
+
 // Greedy outputs of the trained copy-task model in `compute_type` against
 // float32's, on its 64 held-out sources: how many are identical, and how many of
 // float32's are exact copies (the model has learnt its task, so its decisions

@@ -12,16 +12,8 @@
 #include <random>
 
 using Catch::Matchers::Contains;
+using fixtures::load;
 using halformer::Model;
-
-namespace {
-Model load(const std::string& fixture, const std::string& compute_type) {
-  halformer::load_options o;
-  o.compute_type = compute_type;
-  return Model::load(fixtures::dir(fixture), o);
-}
-
-} // namespace
 
 TEST_CASE("weights are quantized per output row, half to even, within +-127", "[int8]") {
   // Row 0: a max of 127 steps of 0.5 -> step 0.5, values x / 0.5; ties 1.25 / 0.5 =

@@ -27,19 +27,16 @@ inline float bf16_value(std::uint16_t bits) {
 }
 inline double round_to_bf16(double x) { return bf16_value(bf16_bits(float(x))); }
 
-// y(o, t, b) = sum_i bf16(x(i, t, b)) w(i, o) + bias(o), w holding bfloat16 values (in, out).
+// y(o, t, b) = sum_i bf16(x(i, t, b)) w(i, o) + bias(o), w holding bfloat16 values
+// (in, out): linear() of the rounded input and the transposed weight.
 inline tensor bf16_linear(const tensor& x, const tensor& w, const tensor& bias) {
-  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[1];
-  tensor y({out, T, B});
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int o = 0; o < out; ++o) {
-        double s = bias(o);
-        for (int i = 0; i < in; ++i)
-          s += round_to_bf16(x(i, t, b)) * w(i, o);
-        y(o, t, b) = s;
-      }
-  return y;
+  tensor rounded = x, transposed({w.dims[1], w.dims[0]});
+  for (double& v : rounded.data)
+    v = round_to_bf16(v);
+  for (int i = 0; i < w.dims[0]; ++i)
+    for (int o = 0; o < w.dims[1]; ++o)
+      transposed(o, i) = w(i, o);
+  return linear(rounded, transposed, bias);
 }
 
 // residual + W2 bf16(act(W1 bf16(x) + b1)) + b2, w1 (d_model, d_ff) and w2 (d_ff,
