@@ -246,6 +246,7 @@ private:
   // int8 x int8 and bfloat16 x bfloat16 (lower_quantize.hpp).
   static constexpr int dot_product_block = 64;
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
+  lowered int8_as_int16(const lowered& l);
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);
   }

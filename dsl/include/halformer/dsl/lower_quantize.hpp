@@ -5,6 +5,26 @@
 
 namespace halformer::dsl {
 
+// An int8 stage's values as int16, a stage of their own, <name>_i16 (the int8
+// GEMM schedules compute it at root): loaded as int16, a product with a widened
+// int8 weight is one Halide cannot narrow back to int8 x int8, so it pairs them
+// with the accumulator (vpdpwssd with avx512_zen4) rather than as pmaddwd and a
+// separate add. Other operands (bfloat16 ones, weights) are returned as they are.
+inline lowered lowering::int8_as_int16(const lowered& l) {
+  std::string stage; // by identity: Halide may rename a Func whose name a previous pipeline used
+  for (const auto& [n, s] : stages_)
+    if (s.f.defined() && s.f.function().same_as(l.f.function()))
+      stage = n;
+  if (stage.empty() || l.f.type() != Halide::Int(8))
+    return l;
+  const std::string name = stage + "_i16";
+  if (auto s = stages_.find(name); s != stages_.end())
+    return {s->second.f, l.dims};
+  Halide::Func wide = new_stage(name);
+  wide(vars(l)) = Halide::cast<int16_t>(call(l));
+  return {wide, l.dims};
+}
+
 // Dot products of int8 or bfloat16 operands. int8 x int8 sums exactly in int32
 // (which holds 2^31 / 127^2 = 133000 products: any reduction a model has),
 // written as int16 x int16 -> int32, the form Halide's x86 backend turns into
@@ -25,7 +45,7 @@ inline void lowering::build_dot_product_contract(const op::contract& o, lowered&
       bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
     return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
   };
-  const Halide::Expr x = call(zero_padded(a[0]), at), w = call(zero_padded(a[1]), at);
+  const Halide::Expr x = call(zero_padded(int8_as_int16(a[0])), at), w = call(zero_padded(a[1]), at);
   if (x.type().is_bfloat()) {
     r.f(vars(r)) = 0.0f;
     r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);

@@ -56,7 +56,7 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // The inputs of the int8 GEMMs: quantized (dsl::quantize_rows: stages <name>,
 // <name>_step and <name>_step_max), the steps in tasks of 16 rows with the row
 // maximum tree-vectorised along its innermost feature (max is exact in any
-// order), then the int8 values (rows_at_root).
+// order), then the int8 values, stored as int16 (rows_at_root).
 struct int8_inputs {
   static constexpr const char* head_projection_x = "x_quantized";
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
@@ -67,7 +67,7 @@ struct int8_inputs {
     amax.compute_at(step, rt);
     amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, target.natural_vector_size<float>(),
                                      TailStrategy::GuardWithIf);
-    rows_at_root(ctx.stage(name), target);
+    rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root.
