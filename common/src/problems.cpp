@@ -35,8 +35,7 @@ i8b random_int8_weight(std::vector<int> shape, int row_dims) {
 
 bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale) {
   const fb values = random_weight(shape, row_dims, scale);
-  bf16b b = gemm_weight<uint16_t>(shape, row_dims);
-  b.raw_buffer()->type = halformer::bf16_type;
+  bf16b b = bf16_gemm_weight(shape, row_dims);
   b.for_each_element([&](const int* pos) { b(pos) = ref::bf16_bits(values(pos)); });
   return b;
 }

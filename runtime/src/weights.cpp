@@ -2,7 +2,6 @@
 
 #include "halformer/dsl/gemm_steps.hpp"
 #include "halformer/error.hpp"
-#include "halformer/kernel_call.hpp"
 #include "halformer/reference/bfloat16.hpp"
 #include "halformer/weight_layout.hpp"
 #include "tensor_names.hpp"
@@ -46,13 +45,14 @@ std::size_t model_weights::bytes() const {
 }
 
 namespace {
-// A GEMM weight in a kernel's layout from PyTorch's [out][in] rows: `dims` are the
-// layout's extents, the dims marked in `is_input` index the input feature and the
-// others the output (each flattened, its first dim fastest).
+// A GEMM weight `b` (a kernel's layout, halformer/weight_layout.hpp) filled from
+// PyTorch's [out][in] rows: the dims marked in `is_input` index the input feature
+// and the others the output (each flattened, its first dim fastest).
 template <class T>
-Halide::Runtime::Buffer<T> gemm_layout(const T* rows, std::vector<int> dims, const std::vector<bool>& is_input,
-                                       int row_dims) {
-  Halide::Runtime::Buffer<T> b = gemm_weight<T>(dims, row_dims);
+Halide::Runtime::Buffer<T> gemm_layout(Halide::Runtime::Buffer<T> b, const T* rows, const std::vector<bool>& is_input) {
+  std::vector<int> dims;
+  for (int d = 0; d < b.dimensions(); ++d)
+    dims.push_back(b.dim(d).extent());
   int in = 1;
   for (std::size_t d = 0; d < dims.size(); ++d)
     in *= is_input[d] ? dims[d] : 1;
@@ -71,15 +71,20 @@ Halide::Runtime::Buffer<T> gemm_layout(const T* rows, std::vector<int> dims, con
 // PyTorch [out][in] rows `w` quantized per row into the int8 layout `dims` (its
 // first `inputs` dims index the input), under `name`, and their steps (the
 // remaining dims) under dsl::layers::step_name(name).
+// The dims of a dot-product layout of `rank` dims that index the input: its first `inputs`.
+std::vector<bool> inputs_first(std::size_t rank, int inputs) {
+  std::vector<bool> is_input(rank, false);
+  std::fill_n(is_input.begin(), inputs, true);
+  return is_input;
+}
+
 void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                    const std::string& name) {
-  std::vector<bool> is_input(dims.size(), false);
-  std::fill_n(is_input.begin(), inputs, true);
   int in = 1;
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
   const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
-  into[name] = gemm_layout(q.values.data(), dims, is_input, inputs);
+  into[name] = gemm_layout(gemm_weight<int8_t>(dims, inputs), q.values.data(), inputs_first(dims.size(), inputs));
   fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;
@@ -89,13 +94,9 @@ void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, in
 // dot-product layout `dims` (its first `inputs` dims index the input), under `name`.
 void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                    const std::string& name) {
-  std::vector<bool> is_input(dims.size(), false);
-  std::fill_n(is_input.begin(), inputs, true);
   std::vector<uint16_t> bits(w.size());
   std::transform(w.begin(), w.end(), bits.begin(), ref::bf16_bits);
-  Halide::Runtime::Buffer<uint16_t> b = gemm_layout(bits.data(), dims, is_input, inputs);
-  b.raw_buffer()->type = bf16_type; // Halide's runtime has no C++ bfloat16 type
-  into[name] = b;
+  into[name] = gemm_layout(bf16_gemm_weight(dims, inputs), bits.data(), inputs_first(dims.size(), inputs));
 }
 
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
@@ -119,7 +120,7 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
   }
   std::vector<bool> is_input(s.float_dims.size(), true);
   std::fill_n(is_input.begin(), s.float_outputs, false);
-  into[name] = gemm_layout(w.data(), s.float_dims, is_input, s.float_outputs);
+  into[name] = gemm_layout(gemm_weight(s.float_dims, s.float_outputs), w.data(), is_input);
 }
 
 // Reads the runtime's tensors (tensor_names.hpp) through the format's name table.

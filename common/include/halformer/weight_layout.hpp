@@ -32,4 +32,12 @@ template <class T = float> Halide::Runtime::Buffer<T> gemm_weight(const std::vec
   return Halide::Runtime::Buffer<T>(allocated).cropped(int(last), 0, dims[last]);
 }
 
+// A bfloat16 weight laid out as gemm_weight's: its values' bits, the buffer typed
+// bfloat16 (Halide's runtime has no C++ bfloat16 type) so that kernels accept it.
+inline Halide::Runtime::Buffer<uint16_t> bf16_gemm_weight(const std::vector<int>& dims, int row_dims) {
+  Halide::Runtime::Buffer<uint16_t> b = gemm_weight<uint16_t>(dims, row_dims);
+  b.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+  return b;
+}
+
 } // namespace halformer

@@ -42,14 +42,15 @@ inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
   return gs;
 }
 
-// The int8 head projections (dsl::quantized_linear): an output's top stage is
-// <name>_biased, its accumulation <name>.
+// The int8 and bfloat16 head projections (dsl::quantized_linear, dsl::bf16_linear):
+// an output's top stage is <name>_biased, its accumulation <name>.
 inline std::vector<gemm_stage>
-quantized_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pair<std::string, Halide::Func>> outs) {
+dot_product_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pair<std::string, Halide::Func>> outs) {
   const std::string suffix = "_biased";
   for (auto& [stage, out] : outs) {
     if (!stage.ends_with(suffix))
-      throw std::logic_error("an int8 projection's output stage '" + stage + "' is not a quantized_linear's");
+      throw std::logic_error("a dot-product projection's output stage '" + stage +
+                             "' is not a quantized_linear's or bf16_linear's");
     stage.resize(stage.size() - suffix.size());
   }
   return head_projection_stages(ctx, outs);

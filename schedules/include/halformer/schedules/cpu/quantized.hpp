@@ -150,7 +150,7 @@ void dot_product_head_projection(const dsl::lowering& ctx,
                                  const std::vector<std::pair<std::string, Halide::Func>>& outs,
                                  const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, Inputs::head_projection_x, target);
-  for (const gemm_stage& g : quantized_head_projection_stages(ctx, outs))
+  for (const gemm_stage& g : dot_product_head_projection_stages(ctx, outs))
     quantized_gemm(g, target, k, in);
 }
 
