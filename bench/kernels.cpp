@@ -126,12 +126,15 @@ struct sgemm_sets {
 int main(int argc, char** argv) {
   int threads = int(std::thread::hardware_concurrency()), samples = 7;
   double min_ms = 20;
-  std::string only;
+  std::string only, shape;
   CLI::App app{"bench_kernels: every kernel vs oneDNN/OpenBLAS sgemm (JSON lines on stdout)"};
   app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
   app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
   app.add_option("--min-ms", min_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
   app.add_option("--only", only, "one kernel");
+  app.add_option("--shape", shape,
+                 "with --only: that kernel at this shape alone (e.g. d_k=64,heads=8,tk=40,causal=0,t=1,batch=32)")
+      ->needs("--only");
   CLI11_PARSE(app, argc, argv);
   if (halformer_kernels_init() != 0) {
     std::fprintf(stderr, "%s\n", halformer_last_error());
@@ -145,7 +148,9 @@ int main(int argc, char** argv) {
   // reported as such (a new kernel shows up here until it gets its phases).
   // bfloat16 kernels without AVX-512 BF16 run emulated code no model runs.
   const bool bf16 = halformer_cpu_supports("avx512_vnni");
-  const auto matrix = cases(bf16 ? std::vector<std::string>{"_int8", "_bf16"} : std::vector<std::string>{"_int8"});
+  const auto matrix = shape.empty()
+                          ? cases(bf16 ? std::vector<std::string>{"_int8", "_bf16"} : std::vector<std::string>{"_int8"})
+                          : std::vector<kcase>{{only, "shape " + shape, shape, false}};
   for (const halformer_kernel* k = halformer_kernels_cpu(); k->name; ++k)
     if (std::none_of(matrix.begin(), matrix.end(), [&](const kcase& c) { return c.kernel == k->name; }) &&
         (only.empty() || only == k->name)) {

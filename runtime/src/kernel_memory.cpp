@@ -5,7 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
+#include <mutex> // std::call_once
 #include <vector>
 
 namespace halformer::kernel_memory {
@@ -20,8 +20,25 @@ struct header { // sits in front of every block handed to Halide
 };
 static_assert(sizeof(header) == alignment);
 
-std::mutex lock;
-std::array<std::vector<void*>, classes> free_blocks;
+// Free lists per thread: a parallel kernel's tasks allocate their per-task
+// stages (sized by the call, e.g. a decode step's attention span) on every
+// worker, hundreds of times per call; one shared list behind a mutex made the
+// workers queue on it (a decode step's attention ran slower on two threads than
+// on one). Halide frees a task's memory on the thread that allocated it; a
+// block freed elsewhere joins that thread's lists, which is as good.
+struct free_lists {
+  std::array<std::vector<void*>, classes> by_class;
+  free_lists() {
+    for (auto& l : by_class)
+      l.reserve(64);
+  }
+  ~free_lists() { // the thread ends: its blocks go back to the system
+    for (auto& l : by_class)
+      for (void* block : l)
+        std::free(block);
+  }
+};
+thread_local free_lists free_blocks;
 std::atomic<std::size_t> fresh{0};
 
 int class_of(std::size_t bytes) {
@@ -35,14 +52,10 @@ void* pool_malloc(void*, std::size_t bytes) {
   const int c = class_of(bytes + sizeof(header));
   if (c >= classes)
     return nullptr;
-  {
-    std::lock_guard<std::mutex> g(lock);
-    auto& list = free_blocks[c];
-    if (!list.empty()) {
-      void* block = list.back();
-      list.pop_back();
-      return static_cast<char*>(block) + sizeof(header);
-    }
+  if (auto& list = free_blocks.by_class[c]; !list.empty()) {
+    void* block = list.back();
+    list.pop_back();
+    return static_cast<char*>(block) + sizeof(header);
   }
   void* block = std::aligned_alloc(alignment, std::size_t(1) << c);
   if (!block)
@@ -57,8 +70,7 @@ void pool_free(void*, void* p) {
     return;
   void* block = static_cast<char*>(p) - sizeof(header);
   const int c = static_cast<header*>(block)->size_class;
-  std::lock_guard<std::mutex> g(lock);
-  auto& list = free_blocks[c];
+  auto& list = free_blocks.by_class[c];
   if (list.capacity() == list.size())
     list.reserve(list.size() * 2 + 8);
   list.push_back(block);
@@ -68,8 +80,6 @@ void pool_free(void*, void* p) {
 void install() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (auto& l : free_blocks)
-      l.reserve(64);
     halide_set_custom_malloc(pool_malloc);
     halide_set_custom_free(pool_free);
   });

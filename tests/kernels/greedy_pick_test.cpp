@@ -1,7 +1,10 @@
 // greedy_pick against the reference: the best id of every row (exactly; ties go
 // to the lowest id) and its log-probability, over vocabularies of 1, 7, 333 and
-// 32000, decode (t = 1) and teacher-forced (t > 1) shapes, logits near +-1e4.
+// 32000, decode (t = 1) and teacher-forced (t > 1) shapes, logits near +-1e4;
+// rows of -inf or with NaNs still give an id of the vocabulary.
 #include "support.hpp"
+
+#include <limits>
 
 using test::Buffer;
 
@@ -42,4 +45,22 @@ TEST_CASE("greedy_pick breaks ties toward the lowest id, also near +-1e4", "[gre
   x(299, 0, 0) = 10.0f;
   x(0, 1, 1) = 10.0f;
   check_pick(x);
+}
+
+TEST_CASE("greedy_pick gives a valid id for rows of -inf or with a NaN", "[greedy_pick]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  Buffer<float> x(333, 1, 3);
+  x.fill(-inf);                                                     // row 0: every entry -inf: the first is the best
+  x(5, 0, 1) = 2.0f;                                                // row 1: a NaN beside a finite maximum
+  x(7, 0, 1) = std::numeric_limits<float>::quiet_NaN();             //
+  x.cropped(2, 2, 1).fill(std::numeric_limits<float>::quiet_NaN()); // row 2: only NaNs
+  Buffer<int32_t> ids(1, 3);
+  Buffer<float> lp(1, 3);
+  REQUIRE_OK(HF(greedy_pick)(x, ids, lp));
+  CHECK(ids(0, 0) == 0);
+  for (int b = 0; b < 3; ++b) {
+    INFO("row " << b);
+    CHECK(ids(0, b) >= 0);
+    CHECK(ids(0, b) < 333);
+  }
 }

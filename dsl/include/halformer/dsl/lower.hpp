@@ -350,18 +350,21 @@ private:
     r.f(d, t) = Halide::select(is_sine, Halide::sin(angle), Halide::cos(angle));
   }
 
-  // A scan in index order keeping (index, value) of the best so far; ties keep the
-  // lower index (a strict comparison), so the result never depends on schedules
-  // that keep the order.
+  // Two order-free reductions, so schedules may vectorise both: the row's maximum
+  // (max is exact in any order), then the lowest index holding it (min of
+  // indices, exact). A row whose maximum equals no entry (a NaN) gives its last
+  // index: always a valid id.
   template <class Args> void build(const op::argmax& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const lowered& x = a[0];
-    Halide::RDom rd(1, extent(x.dims[0]) - 1, o.name + "_r");
-    Halide::Func best = new_stage(o.name + "_best");
+    const Halide::Expr n = extent(x.dims[0]);
+    Halide::RDom rd(0, n, o.name + "_r");
+    Halide::Func row_max = new_stage(o.name + "_max"), first = new_stage(o.name + "_first");
     const Halide::Expr v = call(x, {{x.dims[0], rd.x}});
-    best(vars(r)) = Halide::Tuple(0, call(x, {{x.dims[0], 0}}));
-    best(vars(r)) =
-        Halide::Tuple(Halide::select(v > best(vars(r))[1], rd.x, best(vars(r))[0]), Halide::max(best(vars(r))[1], v));
-    r.f(vars(r)) = best(vars(r))[0];
+    row_max(vars(r)) = call(x, {{x.dims[0], 0}});
+    row_max(vars(r)) = Halide::max(row_max(vars(r)), v);
+    first(vars(r)) = n - 1;
+    first(vars(r)) = Halide::min(first(vars(r)), Halide::select(v == row_max(vars(r)), rd.x, n - 1));
+    r.f(vars(r)) = first(vars(r));
     rdoms_[o.name] = rd;
   }
   template <class Args> void build(const op::max_log_prob& o, lowered& r, std::vector<lowered>& a, const Args&) {

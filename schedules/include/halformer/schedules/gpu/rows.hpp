@@ -81,15 +81,15 @@ inline void embedding(const dsl::lowering& ctx, Halide::Func out, const knob_val
       .gpu_tile(d, t, db, tb, dt, tt, std::min(k["threads"], 128), 1, TailStrategy::GuardWithIf);
 }
 
-// greedy_pick: the best id by one thread per row (the scan keeps index order for
-// its tie rule: `threads` rows per block), the log-sum-exp by one block per row
-// with two-level reductions as softmax's.
+// greedy_pick: one block per row, each of its reductions (the maximum and the
+// lowest index holding it; the log-sum-exp) two-level as softmax's.
 inline std::vector<knob_decl> pick_knobs() { return row_knobs(); }
 inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs, const knob_values& k) {
   using namespace Halide;
-  Var t("t"), b("batch"), row("row"), rb("rb"), rt("rt");
-  ids.fuse(t, b, row).gpu_tile(row, rb, rt, k["threads"], TailStrategy::GuardWithIf);
-  ctx.stage("pick_id_best").compute_at(ids, rt);
+  Var t("t"), b("batch"), row("row");
+  ids.fuse(t, b, row).gpu_blocks(row);
+  detail::block_reduction(ctx.stage("pick_id_max"), ctx.rdom("pick_id"), ids, row, k);
+  detail::block_reduction(ctx.stage("pick_id_first"), ctx.rdom("pick_id"), ids, row, k);
   log_probs.fuse(t, b, row).gpu_blocks(row);
   detail::block_reduction(ctx.stage("pick_log_prob_max"), ctx.rdom("pick_log_prob"), log_probs, row, k);
   detail::block_reduction(ctx.stage("pick_log_prob_sum"), ctx.rdom("pick_log_prob"), log_probs, row, k);
