@@ -5,13 +5,16 @@
 // the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8
 // weights, and where the CPU has AVX-512 BF16 the bfloat16 ones (*_bf16).
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
-// sgemm on the same GEMMs (row-major, same threads). Inputs are rotated over
-// >= 64 MiB of copies so weights come from memory, as in a model. Prints JSON lines.
+// sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
+// read-bandwidth probe (read_probe.hpp): "read_probe" is the bandwidth while the
+// kernel ran. Inputs are rotated over >= 64 MiB of copies so weights come from
+// memory, as in a model. Prints JSON lines.
 //   bench_kernels [--threads N] [--samples S] [--min-ms M] [--only NAME]
 #include "halformer/timing.hpp"
 
 #include "halformer/problems.hpp"
 #include "halformer_kernels.h"
+#include "read_probe.hpp"
 
 #include <CLI/CLI.hpp>
 #include <HalideBuffer.h>
@@ -142,6 +145,7 @@ int main(int argc, char** argv) {
   }
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
+  halformer::bench::read_probe probe(threads);
   // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (bench/run.py sets it).
   problems::rng.seed(1);
   // Every kernel of the library is accounted for: one the matrix does not run is
@@ -191,6 +195,8 @@ int main(int argc, char** argv) {
         });
       });
     }
+    if (!c.compute_bound)
+      fns.push_back([&] { probe(); });
     const auto st = halformer::timing::interleaved(fns, samples, min_ms);
     if (rc != 0) {
       std::fprintf(stderr, "bench_kernels: %s %s failed: %s\n", c.kernel.c_str(), c.phase.c_str(),
@@ -208,6 +214,10 @@ int main(int argc, char** argv) {
                      {"isa", halformer_active_isa()}};
     if (!p.gemms.empty())
       j["onednn_sgemm"] = st[1].to_json(), j["openblas_sgemm"] = st[2].to_json();
+    if (!c.compute_bound) {
+      j["read_probe"] = st.back().to_json();
+      j["read_probe"]["gbps"] = probe.bytes() / st.back().median_ms / 1e6;
+    }
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }
