@@ -7,10 +7,30 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 namespace halformer::bench {
+
+// The sum of p[0, n) but its last n mod 32 floats, in four vector accumulators:
+// the scalar sum it replaces (float adds are not reassociated, so the compiler
+// keeps them scalar) read ~12% below an AVX2 sum on a Zen 3 (interleaved, two
+// threads: 17.5-18.6 against 19.7-20.8 GB/s). GCC's vector extensions compile to
+// AVX2 where the CPU has it (a clone chosen at load time) and to SSE2 elsewhere
+// (any x86-64; there no faster than the scalar sum).
+using float8 = float __attribute__((vector_size(32)));
+__attribute__((target_clones("avx2", "default"))) inline float sum_floats(const float* p, std::size_t n) {
+  float8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  for (std::size_t i = 0; i + 32 <= n; i += 32) {
+    float8 x0, x1, x2, x3;
+    std::memcpy(&x0, p + i, sizeof x0), std::memcpy(&x1, p + i + 8, sizeof x1);
+    std::memcpy(&x2, p + i + 16, sizeof x2), std::memcpy(&x3, p + i + 24, sizeof x3);
+    a0 += x0, a1 += x1, a2 += x2, a3 += x3;
+  }
+  const float8 s = (a0 + a1) + (a2 + a3);
+  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
 
 // Runs body(begin, end) over [0, n) split evenly across `threads` threads.
 template <class F> void parallel(int threads, std::size_t n, F body) {
@@ -31,13 +51,11 @@ public:
         data_[i] = 1.0f;
     });
   }
-  // One pass; four independent sums per thread keep the adds off the critical path.
+  // One pass, each thread over its part (at most 124 bytes a thread left unread of
+  // 128 MiB: sum_floats's tail).
   void operator()() {
     parallel(threads_, data_.size(), [&](std::size_t lo, std::size_t hi) {
-      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (std::size_t i = lo; i + 3 < hi; i += 4)
-        s0 += data_[i], s1 += data_[i + 1], s2 += data_[i + 2], s3 += data_[i + 3];
-      partial_[(lo * threads_ / data_.size()) * 16] = s0 + s1 + s2 + s3; // one cache line per thread
+      partial_[(lo * threads_ / data_.size()) * 16] = sum_floats(data_.data() + lo, hi - lo); // a line per thread
     });
   }
   double bytes() const { return 4.0 * double(data_.size()); }
