@@ -64,6 +64,14 @@ public:
         extents_[dim] = buf.dim(i).extent();
     }
     inputs_[leaf.name] = lowered{Halide::Func(buf), names};
+    if constexpr (requires { Halide::ImageParam(buf).parameter(); })
+      input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
+  }
+  // A buffer input's parameter, for a schedule's prefetch of it; undefined when
+  // the input was bound to a buffer without one.
+  Halide::Parameter input_parameter(const std::string& name) const {
+    auto p = input_params_.find(name);
+    return p == input_params_.end() ? Halide::Parameter() : p->second;
   }
 
   // A scalar generator Input: bound, and given an estimate when autoscheduling.
@@ -169,6 +177,7 @@ public:
 private:
   std::map<std::string, Halide::Expr> extents_;
   std::map<std::string, lowered> inputs_;
+  std::map<std::string, Halide::Parameter> input_params_;
   std::map<std::string, Halide::Expr> inner_strides_;
   std::map<std::string, Halide::Expr> scalars_;
   std::map<std::string, lowered> stages_;

@@ -21,6 +21,7 @@ struct gemm_stage {
   std::vector<Halide::RVar> r;  // reduction, innermost first
   Halide::Expr o_extent, t_extent, batch_extent;
   Halide::Expr mid_extent = 1; // the product of mid's extents
+  Halide::Parameter weights;   // the weight input, where a schedule prefetches it
 };
 
 // q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
@@ -59,45 +60,45 @@ dot_product_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pa
 // Merge heads + bias + residual: the reduction runs over (d_k, heads).
 inline gemm_stage out_projection_stage(const dsl::lowering& ctx, Halide::Func out) {
   const Halide::RDom r = ctx.rdom("proj");
-  return {out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
-          {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
+  gemm_stage g{out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
+               {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
+  g.weights = ctx.input_parameter("w");
+  return g;
 }
 
 inline gemm_stage logits_stage(const dsl::lowering& ctx, Halide::Func out) {
-  return {out,
-          ctx.stage("logits"),
-          ctx.var("vocab"),
-          ctx.var("t"),
-          {},
-          ctx.var("batch"),
-          {ctx.rdom("logits").x},
-          ctx.extent("vocab"),
-          ctx.extent("t"),
-          ctx.extent("batch")};
+  gemm_stage g{out,
+               ctx.stage("logits"),
+               ctx.var("vocab"),
+               ctx.var("t"),
+               {},
+               ctx.var("batch"),
+               {ctx.rdom("logits").x},
+               ctx.extent("vocab"),
+               ctx.extent("t"),
+               ctx.extent("batch")};
+  g.weights = ctx.input_parameter("w");
+  return g;
 }
 
 // The FFN's two GEMMs: the activated hidden layer, then the output projection.
 inline std::pair<gemm_stage, gemm_stage> ffn_stages(const dsl::lowering& ctx, Halide::Func out) {
-  return {{ctx.stage("hidden_act"),
-           ctx.stage("hidden"),
-           ctx.var("d_ff"),
-           ctx.var("t"),
-           {},
-           ctx.var("batch"),
-           {ctx.rdom("hidden").x},
-           ctx.extent("d_ff"),
-           ctx.extent("t"),
-           ctx.extent("batch")},
-          {out,
-           ctx.stage("proj"),
-           ctx.var("d_model"),
-           ctx.var("t"),
-           {},
-           ctx.var("batch"),
-           {ctx.rdom("proj").x},
-           ctx.extent("d_model"),
-           ctx.extent("t"),
-           ctx.extent("batch")}};
+  gemm_stage hidden{
+      ctx.stage("hidden_act"), ctx.stage("hidden"),    ctx.var("d_ff"),    ctx.var("t"),    {},
+      ctx.var("batch"),        {ctx.rdom("hidden").x}, ctx.extent("d_ff"), ctx.extent("t"), ctx.extent("batch")};
+  gemm_stage proj{out,
+                  ctx.stage("proj"),
+                  ctx.var("d_model"),
+                  ctx.var("t"),
+                  {},
+                  ctx.var("batch"),
+                  {ctx.rdom("proj").x},
+                  ctx.extent("d_model"),
+                  ctx.extent("t"),
+                  ctx.extent("batch")};
+  hidden.weights = ctx.input_parameter("w1");
+  proj.weights = ctx.input_parameter("w2");
+  return {hidden, proj};
 }
 
 // The FFN's knobs: a GEMM schedule's knobs for the second GEMM, the same again
