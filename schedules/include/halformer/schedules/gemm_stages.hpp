@@ -6,6 +6,7 @@
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/knobs.hpp"
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,39 +67,25 @@ inline gemm_stage out_projection_stage(const dsl::lowering& ctx, Halide::Func ou
   return g;
 }
 
-inline gemm_stage logits_stage(const dsl::lowering& ctx, Halide::Func out) {
-  gemm_stage g{out,
-               ctx.stage("logits"),
-               ctx.var("vocab"),
-               ctx.var("t"),
-               {},
-               ctx.var("batch"),
-               {ctx.rdom("logits").x},
-               ctx.extent("vocab"),
-               ctx.extent("t"),
-               ctx.extent("batch")};
-  g.weights = ctx.input_parameter("w");
+// A GEMM whose output is one feature dim `o` over (t, batch), reducing the
+// stage `acc`'s one-dim domain against the weight input `weights`.
+inline gemm_stage plain_gemm_stage(const dsl::lowering& ctx, Halide::Func out, const std::string& acc,
+                                   const std::string& o, const std::string& weights) {
+  gemm_stage g{
+      out,           ctx.stage(acc),  ctx.var(o),         ctx.var("t"), {}, ctx.var("batch"), {ctx.rdom(acc).x},
+      ctx.extent(o), ctx.extent("t"), ctx.extent("batch")};
+  g.weights = ctx.input_parameter(weights);
   return g;
+}
+
+inline gemm_stage logits_stage(const dsl::lowering& ctx, Halide::Func out) {
+  return plain_gemm_stage(ctx, out, "logits", "vocab", "w");
 }
 
 // The FFN's two GEMMs: the activated hidden layer, then the output projection.
 inline std::pair<gemm_stage, gemm_stage> ffn_stages(const dsl::lowering& ctx, Halide::Func out) {
-  gemm_stage hidden{
-      ctx.stage("hidden_act"), ctx.stage("hidden"),    ctx.var("d_ff"),    ctx.var("t"),    {},
-      ctx.var("batch"),        {ctx.rdom("hidden").x}, ctx.extent("d_ff"), ctx.extent("t"), ctx.extent("batch")};
-  gemm_stage proj{out,
-                  ctx.stage("proj"),
-                  ctx.var("d_model"),
-                  ctx.var("t"),
-                  {},
-                  ctx.var("batch"),
-                  {ctx.rdom("proj").x},
-                  ctx.extent("d_model"),
-                  ctx.extent("t"),
-                  ctx.extent("batch")};
-  hidden.weights = ctx.input_parameter("w1");
-  proj.weights = ctx.input_parameter("w2");
-  return {hidden, proj};
+  return {plain_gemm_stage(ctx, ctx.stage("hidden_act"), "hidden", "d_ff", "w1"),
+          plain_gemm_stage(ctx, out, "proj", "d_model", "w2")};
 }
 
 // The FFN's knobs: a GEMM schedule's knobs for the second GEMM, the same again
