@@ -304,7 +304,9 @@ std::vector<std::string> problem_kernels() {
 // branches of its own for them, the head projections for 64). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
 // tasks, the last shifted inwards, a partial row tile) wherever the knob set's
-// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2), and
+// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2); batch
+// 3 reaches the int8 decode tiles of half the knobs' rows (cpu/quantized.hpp
+// decode_tiles: logits_int8's 2 x 4 on AVX2 becomes 4 x 2); and
 // the panels over the batch rows where a knob set's panel is that short (the
 // bucket test's decode sets: 6 rows; tests/kernels/batch_invariance_test.cpp
 // reaches the hand defaults' 128);
@@ -317,7 +319,7 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::map<std::string, std::vector<std::string>> shapes{
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
-        "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5"}},
+        "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5", "d_model=40,vocab=333,t=1,batch=3"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
         "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9",
