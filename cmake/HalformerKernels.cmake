@@ -128,7 +128,7 @@ halformer_kernel(logits BUCKETS decode decode1)
 halformer_kernel(greedy_pick)
 halformer_kernel(beam_candidates)
 # int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp);
-# the GEMMs are dot products (vpdpwssd with avx512_vnni)
+# the GEMMs are dot products (vpdpbusd byte quads with avx512_vnni)
 halformer_kernel(embedding_int8)
 halformer_kernel(logits_int8 DOT_PRODUCTS)
 halformer_kernel(qkv_projection_int8 DOT_PRODUCTS)

@@ -34,6 +34,9 @@ public:
   // Extent estimates per dimension symbol (and values per scalar param name) for
   // Halide's autoschedulers; empty for hand-scheduled builds.
   std::map<std::string, int> estimates;
+  // int8 x int8 dot products as unsigned x signed byte quads (vpdpbusd), not as
+  // int16 pairs (lower_quantize.hpp): the generator sets it from the target.
+  bool int8_quads = false;
 
   // ---- binding --------------------------------------------------------------------
 
@@ -256,6 +259,8 @@ private:
   static constexpr int dot_product_block = 64;
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
   lowered int8_as_int16(const lowered& l);
+  lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
+  std::string stage_name_of(const lowered& l) const;
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);
   }

@@ -5,16 +5,22 @@
 
 namespace halformer::dsl {
 
+// The name under which `l`'s Func is a stage, by identity (Halide may rename a
+// Func whose name a previous pipeline used); empty if it is none.
+inline std::string lowering::stage_name_of(const lowered& l) const {
+  for (const auto& [n, s] : stages_)
+    if (s.f.defined() && s.f.function().same_as(l.f.function()))
+      return n;
+  return {};
+}
+
 // An int8 stage's values as int16, a stage of their own, <name>_i16 (the int8
 // GEMM schedules compute it at root): loaded as int16, a product with a widened
 // int8 weight is one Halide cannot narrow back to int8 x int8, so it pairs them
 // with the accumulator (vpdpwssd with avx512_zen4) rather than as pmaddwd and a
 // separate add. Other operands (bfloat16 ones, weights) are returned as they are.
 inline lowered lowering::int8_as_int16(const lowered& l) {
-  std::string stage; // by identity: Halide may rename a Func whose name a previous pipeline used
-  for (const auto& [n, s] : stages_)
-    if (s.f.defined() && s.f.function().same_as(l.f.function()))
-      stage = n;
+  const std::string stage = stage_name_of(l);
   if (stage.empty() || l.f.type() != Halide::Int(8))
     return l;
   const std::string name = stage + "_i16";
@@ -25,19 +31,52 @@ inline lowered lowering::int8_as_int16(const lowered& l) {
   return {wide, l.dims};
 }
 
+// The int32 sum of each row of an int8 stage over `features`: a stage of its
+// own, <name>_sum, shared by the GEMMs of one quantized input (q, k and v).
+inline lowered lowering::int8_row_sums(const lowered& l, const std::vector<std::string>& features) {
+  const std::string name = stage_name_of(l) + "_sum";
+  std::vector<std::string> rows;
+  for (const auto& d : l.dims)
+    if (std::find(features.begin(), features.end(), d) == features.end())
+      rows.push_back(d);
+  if (auto s = stages_.find(name); s != stages_.end())
+    return {s->second.f, rows};
+  Halide::Region ranges;
+  for (const auto& d : features)
+    ranges.emplace_back(0, extent(d));
+  Halide::RDom rd(ranges, name + "_r");
+  std::map<std::string, Halide::Expr> at;
+  for (std::size_t i = 0; i < features.size(); ++i)
+    at[features[i]] = rd[int(i)];
+  lowered sums{new_stage(name), rows};
+  sums.f(vars(sums)) = 0;
+  sums.f(vars(sums)) += Halide::cast<int32_t>(call(l, at));
+  rdoms_[name] = rd;
+  return sums;
+}
+
 // Dot products of int8 or bfloat16 operands. int8 x int8 sums exactly in int32
-// (which holds 2^31 / 127^2 = 133000 products: any reduction a model has),
-// written as int16 x int16 -> int32, the form Halide's x86 backend turns into
-// pmaddwd (vpdpwssd with avx512_zen4) when pairs are vectorised. bfloat16 x
-// bfloat16 is a float32 product (exact: 8 x 8 significant bits) summed in
-// float32, the form it turns into vdpbf16ps. The innermost reduced dimension
-// runs over whole blocks of `dot_product_block`, the operands reading zeros past
-// its end: every dot-product width (pmaddwd's 8 lanes x 2, AVX-512's 16 x 2,
-// vpdpbusd's 16 x 4) divides the block, so a schedule's reduction splits have no
-// tail (a guarded tail kept the partial sums on the stack), and the zeros are
-// confined to the last block (Halide splits the loop at the boundary).
+// (which holds 2^31 / (255 x 127) = 66000 products: any reduction a model has),
+// in one of two forms Halide's x86 backend turns into dot-product instructions
+// when the schedule vectorises groups of the reduction:
+// - pairs: int16 x int16 -> int32, pmaddwd (vpdpwssd with avx512_zen4);
+// - quads (`int8_quads`): unsigned x signed bytes, vpdpbusd (64 products per
+//   instruction with AVX-512, twice the pairs' and no widening). The weights
+//   are the unsigned operand: w + 128, their sign bit flipped, in [1, 255], so
+//   every product fits vpdpbusd's int16 intermediates (255 x 127 = 32385) and
+//   its int32 sums (not the saturating vpdpbusds) never reach 2^31; the
+//   accumulation starts at -128 x the input row's sum, which removes the
+//   products' excess 128 x x exactly: the same integers as the pairs.
+// bfloat16 x bfloat16 is a float32 product (exact: 8 x 8 significant bits)
+// summed in float32, the form it turns into vdpbf16ps. The innermost reduced
+// dimension runs over whole blocks of `dot_product_block`, the operands reading
+// zeros past its end: every dot-product width (pmaddwd's 8 lanes x 2, AVX-512's
+// 16 x 2, vpdpbusd's 16 x 4) divides the block, so a schedule's reduction splits
+// have no tail (a guarded tail kept the partial sums on the stack), and the
+// zeros are confined to the last block (Halide splits the loop at the boundary).
 inline void lowering::build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
-  const std::string inner = reduced_dims(r, a[0], a[1]).at(0);
+  const std::vector<std::string> reduced = reduced_dims(r, a[0], a[1]);
+  const std::string inner = reduced.at(0);
   const auto at = contraction_domain(o.name, r, a[0], a[1], dot_product_block);
   const auto zero_padded = [&](const lowered& l) {
     Halide::Region bounds;
@@ -45,10 +84,15 @@ inline void lowering::build_dot_product_contract(const op::contract& o, lowered&
       bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
     return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
   };
-  const Halide::Expr x = call(zero_padded(int8_as_int16(a[0])), at), w = call(zero_padded(a[1]), at);
+  const bool quads = int8_quads && a[0].f.type() == Halide::Int(8);
+  const Halide::Expr x = call(zero_padded(quads ? a[0] : int8_as_int16(a[0])), at), w = call(zero_padded(a[1]), at);
   if (x.type().is_bfloat()) {
     r.f(vars(r)) = 0.0f;
     r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);
+  } else if (quads) {
+    r.f(vars(r)) = -128 * call(int8_row_sums(a[0], reduced));
+    const Halide::Expr w_unsigned = Halide::reinterpret(Halide::UInt(8), w) ^ Halide::cast<uint8_t>(0x80);
+    r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(w_unsigned, x));
   } else {
     r.f(vars(r)) = 0;
     r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(x), Halide::cast<int16_t>(w));

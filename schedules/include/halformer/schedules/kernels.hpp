@@ -28,6 +28,12 @@ namespace halformer::schedules {
 
 enum class family { cpu, gpu };
 inline family family_of(const Halide::Target& t) { return t.has_gpu_feature() ? family::gpu : family::cpu; }
+// int8 x int8 dot products as unsigned x signed byte quads (dsl::lowering's
+// int8_quads): Halide 21 emits vpdpbusd for its avx512_zen4 feature set (the
+// avx512_vnni kernel ISA) only.
+inline bool int8_quads(const Halide::Target& t) {
+  return family_of(t) == family::cpu && t.has_feature(Halide::Target::AVX512_Zen4);
+}
 
 // A kernel's output Func and the DSL stage it holds (the top of its expression).
 struct output {

@@ -3,19 +3,18 @@
 // then dot-product register tiles over the int8 (bfloat16) weights.
 //
 // int8 weights lie in the dot-product layout (dsl/expr.hpp: a weight row is one
-// output's inputs), so one step of a tile reads 2 x `vec` consecutive inputs of
-// `dot_outputs` weight rows and of `dot_rows` input rows, widens them to int16
-// and multiplies every pair: pmaddwd sums adjacent products into `vec` int32
-// partial sums per (output, row), which stay in registers for the whole
-// reduction and are summed across lanes once at the end. Register budget: AVX2
-// (16 ymm) 4 outputs x 2 rows = 8 partial sums + 4 widened weight vectors + 2
-// widened inputs = 14; AVX-512 (32 zmm) 4 x 4 = 16 + 4 + 4 = 24. Per step 4 x 2
-// pmaddwd read 4 weight vectors: batch 1 streams the weights (~4 ops per 32
-// bytes), larger batches reuse each widened weight vector `dot_rows` times.
-// With avx512_vnni (Halide's avx512_zen4) the pmaddwd and its add are one
-// vpdpwssd. bfloat16 tiles are the same, the pair of products one vdpbf16ps on
-// bfloat16 vectors read as they are (no widening: 2 x `vec` inputs per vector).
-//
+// output's inputs), so one step of a tile reads `group` x `vec` consecutive
+// inputs of `dot_outputs` weight rows and of `dot_rows` input rows and sums each
+// group of products into `vec` int32 partial sums per (output, row), which stay
+// in registers for the whole reduction and are summed across lanes once at the
+// end. Groups (lower_quantize.hpp): pairs of int16-widened values (pmaddwd; with
+// avx512_vnni, Halide's avx512_zen4, bfloat16's vdpbf16ps) or, for int8 with
+// avx512_vnni, quads of bytes (vpdpbusd: 64 products per instruction, no
+// widening, each step one cache line of every weight row). Register budget: AVX2
+// (16 ymm) 2 outputs x 4 rows = 8 partial sums + 2 weight vectors + 4 inputs =
+// 14; AVX-512 (32 zmm) the same tile, or 4 x 4 = 16 + 4 + 4 = 24. Batch 1
+// streams the weights (~4 ops per 32 bytes), larger batches reuse each weight
+// vector `dot_rows` times.
 // Why pmaddwd and not AVX2's pmaddubsw (u8 x s8, 32 products per instruction):
 // besides its int16 saturation (2 x 255 x 127), on Zen 3 the two share the same
 // two multiply pipes (measured: 2 of either per cycle, 1 pair per cycle), and
@@ -38,6 +37,9 @@ inline std::vector<knob_decl> int8_gemm_knobs() {
       {"dot_outputs", {1, 2, 3, 4, 6, 8}, "outputs per register tile (weight rows read per step)"},
       {"dot_rows", {1, 2, 3, 4}, "input rows per register tile"},
       {"tiles_per_task", {1, 2, 4, 8, 16, 32, 64, 128}, "register tiles of outputs per parallel task"},
+      {"tile_prefetch",
+       {0, 2, 4, 8},
+       "decode steps: prefetch the weights of the output tile this many ahead (0: none)"},
   };
 }
 
@@ -76,7 +78,22 @@ struct int8_inputs {
     amax.compute_at(step, rt);
     amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, target.natural_vector_size<float>(),
                                      TailStrategy::GuardWithIf);
-    rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
+    if (!ctx.int8_quads) {
+      rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
+      return;
+    }
+    rows_at_root(ctx.stage(name), target);
+    // Each row's sum, for the quads' correction (lower_quantize.hpp): the rows in
+    // tasks of 16, a row's features summed in vectors (an integer sum is exact in
+    // any order).
+    Func sums = ctx.stage(name + "_sum");
+    sums.compute_root().fuse(t, b, row).split(row, row, rt, 16, TailStrategy::GuardWithIf).parallel(row);
+    sums.update()
+        .fuse(t, b, row)
+        .split(row, row, rt, 16, TailStrategy::GuardWithIf)
+        .parallel(row)
+        .atomic()
+        .vectorize(ctx.rdom(name + "_sum").x, target.natural_vector_size<int32_t>(), TailStrategy::GuardWithIf);
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root.
@@ -102,9 +119,13 @@ struct bf16_inputs {
 //   from L2 (Zen 3, 2 threads, logits_int8 at d_model 512, vocab 32000: batch 8
 //   2.9 -> 2.4 ms, batch 32 7.6 -> 6.6 ms (medians of interleaved rounds); prefill
 //   S = 128 x 8 the same either way).
+// - `prefetch` (decode): each output tile prefetches the weight rows of the tile
+//   that many ahead; its rows start short runs far from the previous tile's,
+//   which the hardware prefetchers pick up late (Zen 4, logits_int8 in 2 x 4
+//   tiles at batch 8: 2.8 -> 1.9-2.1 ms).
 // The innermost tile loop is named "tile" in every branch: the sums are computed there.
 inline void quantized_output(const gemm_stage& g, Halide::Stage s, const Halide::Var& rows, int outputs, int tile_rows,
-                             int tiles_per_task, bool rows_inside) {
+                             int tiles_per_task, bool rows_inside, int prefetch = 0) {
   using namespace Halide;
   Var oo(rows_inside ? "oo" : "tile"), oi("oi"), ro(rows_inside ? "tile" : "ro"), ri("ri"), task("task");
   const Var& other = rows.same_as(g.t) ? g.batch : g.t;
@@ -118,20 +139,25 @@ inline void quantized_output(const gemm_stage& g, Halide::Stage s, const Halide:
   for (const Var& m : g.mid) // the heads of a head projection: more tasks
     s.fuse(task, m, task);
   s.fuse(task, other, task).parallel(task);
+  if (rows_inside && prefetch > 0 && g.weights.defined())
+    s.prefetch(g.weights, oo, oo, prefetch);
 }
 
 // A decode step's tiles: the knobs' outputs x rows, then, for batches of fewer
 // rows, tiles of half the rows and twice the outputs while they fit the
-// registers (sums + widened weights + widened inputs). A tile of more rows widens
-// each weight vector for more products (AVX2, 2 x 4: 2 widenings per 8 pmaddwd,
-// 4 x 2: 4), but a batch of fewer rows than the tile would fall back to one
-// output and row (Zen 3, logits_int8, one thread, interleaved: 2 x 4 against
+// registers (sums + weights + inputs), down to two rows. A tile of more rows
+// widens each weight vector for more products (AVX2, 2 x 4: 2 widenings per 8
+// pmaddwd, 4 x 2: 4), but a batch of fewer rows than the tile would fall back to
+// one output and row (Zen 3, logits_int8, one thread, interleaved: 2 x 4 against
 // 4 x 2 1.12-1.56x faster at batch 8, 0.69-0.92x at batch 3 without this ladder).
-// A task keeps its outputs: tiles_per_task counts tiles of the knobs' width.
+// One row keeps one output per tile: a tile of several outputs reads several
+// weight rows side by side, which a Zen 4 streams at half the rate of one row
+// (logits_int8 at batch 1: 8 x 1 tiles 2.1 ms, 1 x 1 0.7). A task keeps its
+// outputs: tiles_per_task counts tiles of the knobs' width.
 inline std::vector<std::pair<int, int>> decode_tiles(int outputs, int rows, const Halide::Target& target) {
   const int registers = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
   std::vector<std::pair<int, int>> tiles{{outputs, rows}};
-  while (rows % 2 == 0 && 2 * outputs * (rows / 2) + 2 * outputs + rows / 2 <= registers) {
+  while (rows % 2 == 0 && rows / 2 >= 2 && 2 * outputs * (rows / 2) + 2 * outputs + rows / 2 <= registers) {
     outputs *= 2;
     rows /= 2;
     tiles.emplace_back(outputs, rows);
@@ -143,21 +169,24 @@ inline std::vector<std::pair<int, int>> decode_tiles(int outputs, int rows, cons
 // over the whole reduction, then summed across lanes into the accumulator. The
 // reduction is split once here (rfactor), so the kernel takes one knob set:
 // shape buckets are refused.
-inline void quantized_gemm(gemm_stage g, const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
+inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
+                           const bucket_scope& in) {
   using namespace Halide;
   if (in.conditioned())
     throw std::invalid_argument("the int8 GEMM schedule takes one knob set: no shape buckets");
   const int vec = target.natural_vector_size<int32_t>(), O = k["dot_outputs"], R = k["dot_rows"];
+  // Products summed per instruction: int8 quads (vpdpbusd) or pairs (pmaddwd, vdpbf16ps).
+  const int group = ctx.int8_quads && g.acc.type() == Int(32) ? 4 : 2;
   Var u("u"), tile("tile");
   RVar ko("ko"), kl("kl"), lane("lane"), pair("pair");
-  g.acc.update().split(g.r[0], ko, kl, 2 * vec, TailStrategy::GuardWithIf).split(kl, lane, pair, 2);
+  g.acc.update().split(g.r[0], ko, kl, group * vec, TailStrategy::GuardWithIf).split(kl, lane, pair, group);
   Func sums = g.acc.update().rfactor(lane, u);
   const Expr decode = g.t_extent == 1;
   // Tiles where the output and the rows have room for them, else one output and row.
   const int tasks = k["tiles_per_task"];
   for (const auto& [outputs, rows] : decode_tiles(O, R, target))
     quantized_output(g, g.out.specialize(decode && g.o_extent >= outputs && g.batch_extent >= rows), g.batch, outputs,
-                     rows, std::max(1, tasks * O / outputs), true);
+                     rows, std::max(1, tasks * O / outputs), true, k["tile_prefetch"]);
   quantized_output(g, g.out.specialize(!decode && g.o_extent >= O && g.t_extent >= R), g.t, O, R, tasks, false);
   quantized_output(g, g.out, g.t, 1, 1, tasks, false);
   // The lanes of each partial-sum vector summed by a vector reduction (shuffles
@@ -182,7 +211,7 @@ template <class Inputs>
 void dot_product_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                         const bucket_scope& in) {
   Inputs::prepare(ctx, "logits_x", target);
-  quantized_gemm(logits_stage(ctx, out), target, k, in);
+  quantized_gemm(ctx, logits_stage(ctx, out), target, k, in);
 }
 
 // q, k and v of one prepared x.
@@ -192,14 +221,14 @@ void dot_product_head_projection(const dsl::lowering& ctx,
                                  const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, Inputs::head_projection_x, target);
   for (const gemm_stage& g : dot_product_head_projection_stages(ctx, outs))
-    quantized_gemm(g, target, k, in);
+    quantized_gemm(ctx, g, target, k, in);
 }
 
 template <class Inputs>
 void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
                                 const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, "proj_x", target);
-  quantized_gemm(out_projection_stage(ctx, out), target, k, in);
+  quantized_gemm(ctx, out_projection_stage(ctx, out), target, k, in);
 }
 
 // The FFN's knobs: the int8 GEMM's for the second GEMM, hidden_* for the first.
@@ -213,9 +242,9 @@ void dot_product_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::T
   auto [hidden, proj] = ffn_stages(ctx, out);
   Inputs::prepare(ctx, "hidden_x", target);
   hidden.out.compute_root();
-  quantized_gemm(hidden, target, hidden_knobs(k, int8_gemm_knobs()), in);
+  quantized_gemm(ctx, hidden, target, hidden_knobs(k, int8_gemm_knobs()), in);
   Inputs::prepare(ctx, "proj_x", target);
-  quantized_gemm(proj, target, k, in);
+  quantized_gemm(ctx, proj, target, k, in);
 }
 
 } // namespace halformer::schedules::cpu
