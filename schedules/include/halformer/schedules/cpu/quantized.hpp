@@ -184,15 +184,39 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   const Expr decode = g.t_extent == 1;
   // Tiles where the output and the rows have room for them, else one output and row.
   const int tasks = k["tiles_per_task"];
-  for (const auto& [outputs, rows] : decode_tiles(O, R, target))
-    quantized_output(g, g.out.specialize(decode && g.o_extent >= outputs && g.batch_extent >= rows), g.batch, outputs,
-                     rows, std::max(1, tasks * O / outputs), true, k["tile_prefetch"]);
-  quantized_output(g, g.out.specialize(!decode && g.o_extent >= O && g.t_extent >= R), g.t, O, R, tasks, false);
+  struct branch {
+    Expr condition;
+    Var rows_of; // the batch in a decode step, t in prefill
+    int outputs, rows;
+  };
+  std::vector<branch> tiled;
+  for (const auto& [outputs, rows] : decode_tiles(O, R, target)) {
+    tiled.push_back({decode && g.o_extent >= outputs && g.batch_extent >= rows, g.batch, outputs, rows});
+    quantized_output(g, g.out.specialize(tiled.back().condition), tiled.back().rows_of, outputs, rows,
+                     std::max(1, tasks * O / outputs), true, k["tile_prefetch"]);
+  }
+  tiled.push_back({!decode && g.o_extent >= O && g.t_extent >= R, g.t, O, R});
+  quantized_output(g, g.out.specialize(tiled.back().condition), tiled.back().rows_of, O, R, tasks, false);
   quantized_output(g, g.out, g.t, 1, 1, tasks, false);
-  // The lanes of each partial-sum vector summed by a vector reduction (shuffles
-  // and adds, ~8 ops per vector) rather than 16 scalar loads and adds: at d_model
-  // 512 a 4 x 4 tile's scalar sums cost as much as its 16 steps of dot products.
   g.acc.compute_at(g.out, tile);
+  // The lanes of each partial-sum vector summed by vector reductions rather than
+  // 16 scalar loads and adds: a tile's int32 sums as one reduction over all its
+  // outputs and rows, which Halide lowers to a transposing tree (2 x 4 tiles:
+  // 8 vectors to 8 sums in 14 vpermt2d + 8 adds, not 8 separate trees of ~8 ops)
+  // and dequantizes as a vector. Zen 4, one thread, against separate trees:
+  // logits_int8 at batch 32 5.5 -> 4.8 ms, S = 128 19.5 -> 17.6;
+  // out_projection_int8 at batch 32 0.22 -> 0.14, S = 128 1.01 -> 0.57; the
+  // avx2 code on the same CPU: logits_int8 at batch 32 9.9-10.5 -> 8.6. Exact
+  // for int32 in any order; bfloat16's float sums keep one tree per output and
+  // row, the order every tile shape shares (a row's bits the same in any batch).
+  if (g.acc.type() == Int(32))
+    for (const branch& b : tiled)
+      g.acc.update()
+          .specialize(b.condition)
+          .atomic()
+          .vectorize(lane)
+          .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
+          .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
   g.acc.update().atomic().vectorize(lane);
   std::vector<Var> storage{u, g.o, g.t};
   storage.insert(storage.end(), g.mid.begin(), g.mid.end());
