@@ -243,6 +243,19 @@ private:
     rdoms_[name] = rd;
     return at;
   }
+  // An RDom over whole `dims`, registered under `name` (its Halide name
+  // <name>_r), and where each dim sits on it.
+  std::map<std::string, Halide::Expr> reduction_over(const std::string& name, const std::vector<std::string>& dims) {
+    Halide::Region ranges;
+    for (const auto& d : dims)
+      ranges.emplace_back(0, extent(d));
+    Halide::RDom rd(ranges, name + "_r");
+    std::map<std::string, Halide::Expr> at;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      at[dims[i]] = rd[int(i)];
+    rdoms_[name] = rd;
+    return at;
+  }
   template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const auto at = contraction_domain(o.name, r, a[0], a[1]);
     r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);

@@ -41,17 +41,10 @@ inline lowered lowering::int8_row_sums(const lowered& l, const std::vector<std::
       rows.push_back(d);
   if (auto s = stages_.find(name); s != stages_.end())
     return {s->second.f, rows};
-  Halide::Region ranges;
-  for (const auto& d : features)
-    ranges.emplace_back(0, extent(d));
-  Halide::RDom rd(ranges, name + "_r");
-  std::map<std::string, Halide::Expr> at;
-  for (std::size_t i = 0; i < features.size(); ++i)
-    at[features[i]] = rd[int(i)];
+  const auto at = reduction_over(name, features);
   lowered sums{new_stage(name), rows};
   sums.f(vars(sums)) = 0;
   sums.f(vars(sums)) += Halide::cast<int32_t>(call(l, at));
-  rdoms_[name] = rd;
   return sums;
 }
 
@@ -112,20 +105,15 @@ template <class Args> void lowering::build(const op::to_bfloat16&, lowered& r, s
 
 template <class Args> void lowering::build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&) {
   const lowered& x = a[0];
-  Halide::Region features; // x's dimensions that r (the rows) lacks, innermost first
-  std::map<std::string, Halide::Expr> at;
+  std::vector<std::string> features; // x's dimensions that r (the rows) lacks, innermost first
   for (const auto& d : x.dims)
     if (std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
-      features.emplace_back(0, extent(d));
-  Halide::RDom rd(features, o.name + "_r");
-  for (const auto& d : x.dims)
-    if (std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end())
-      at[d] = rd[int(at.size())];
+      features.push_back(d);
+  const auto at = reduction_over(o.name, features);
   Halide::Func amax = new_stage(o.name + "_max");
   amax(vars(r)) = 0.0f;
   amax(vars(r)) = Halide::max(amax(vars(r)), Halide::abs(call(x, at)));
   r.f(vars(r)) = Halide::strict_float(amax(vars(r)) / 127.0f);
-  rdoms_[o.name] = rd;
 }
 template <class Args> void lowering::build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&) {
   const lowered &x = a[0], &step = a[1];

@@ -43,25 +43,28 @@ inline std::vector<knob_decl> int8_gemm_knobs() {
   };
 }
 
-// An input's rows at root, before the GEMM reads them: its features innermost,
-// in tasks of 16 rows (a row takes well under a microsecond at d_model 512; 16
-// amortise the thread pool's ~1 us dispatch), vectorised along dim 0. Rows are
-// (t, batch); the out projection's features are (d_k, heads).
-inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
+// A stage over an input's rows (t, batch) in parallel tasks of 16 rows (a row
+// takes well under a microsecond at d_model 512; 16 amortise the thread pool's
+// ~1 us dispatch).
+inline Halide::Stage in_row_tasks(Halide::Stage s) {
   using namespace Halide;
   constexpr int rows_per_task = 16;
   Var t("t"), b("batch"), row("row"), rt("rt");
+  return s.fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
+}
+
+// An input's rows at root, before the GEMM reads them: its features innermost,
+// in row tasks, vectorised along dim 0. Rows are (t, batch); the out
+// projection's features are (d_k, heads).
+inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
+  using namespace Halide;
   std::vector<VarOrRVar> order; // the features innermost, in their order, then t and batch
   for (const Var& v : values.args())
     if (v.name() != "t" && v.name() != "batch")
       order.push_back(v);
-  order.insert(order.end(), {t, b});
-  values.compute_root()
-      .reorder(order)
-      .fuse(t, b, row)
-      .split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf)
-      .parallel(row)
-      .vectorize(values.args()[0], target.natural_vector_size<float>(), TailStrategy::GuardWithIf);
+  order.insert(order.end(), {Var("t"), Var("batch")});
+  values.compute_root().reorder(order);
+  in_row_tasks(values).vectorize(values.args()[0], target.natural_vector_size<float>(), TailStrategy::GuardWithIf);
 }
 
 // The inputs of the int8 GEMMs: quantized (dsl::quantize_rows: stages <name>,
@@ -73,8 +76,9 @@ struct int8_inputs {
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     using namespace Halide;
     Func step = ctx.stage(name + "_step"), amax = ctx.stage(name + "_step_max");
-    Var t("t"), b("batch"), row("row"), rt("rt");
-    step.compute_root().fuse(t, b, row).split(row, row, rt, 16, TailStrategy::GuardWithIf).parallel(row);
+    Var rt("rt");
+    step.compute_root();
+    in_row_tasks(step);
     amax.compute_at(step, rt);
     amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, target.natural_vector_size<float>(),
                                      TailStrategy::GuardWithIf);
@@ -94,13 +98,9 @@ struct int8_inputs {
     Var lane("lane");
     Func lanes =
         sums.update().split(ctx.rdom(name + "_sum").x, fo, fi, vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
-    sums.compute_root().fuse(t, b, row).split(row, row, rt, 16, TailStrategy::GuardWithIf).parallel(row);
-    sums.update()
-        .fuse(t, b, row)
-        .split(row, row, rt, 16, TailStrategy::GuardWithIf)
-        .parallel(row)
-        .atomic()
-        .vectorize(fi);
+    sums.compute_root();
+    in_row_tasks(sums);
+    in_row_tasks(sums.update()).atomic().vectorize(fi);
     lanes.compute_at(sums, rt).vectorize(lane);
     lanes.update().vectorize(lane);
   }
