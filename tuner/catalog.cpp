@@ -5,6 +5,7 @@
 
 #include "halformer/targets.hpp"
 
+#include "halformer/bucket_knobs.hpp"
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
 #include "halformer/knob_value.hpp"
@@ -129,14 +130,13 @@ const knob_space& space_for(const catalog& c, const kernel_info& k, const std::s
 
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa) {
   const std::string& file = is_gpu(isa) ? t.gpu_knob_file : t.knob_file;
-  const json j = read_json(file);
-  if (!j.contains(section) || !j[section].contains(isa))
-    throw error(file + " has no section " + section + "." + isa);
-  knob_set k;
-  for (const auto& [name, v] : j[section][isa].items())
-    if (name[0] != '_')
-      k[name] = knob_value(v, file + ": " + section + "." + isa + "." + name);
-  return k;
+  return section_knobs(read_json(file), file, section, isa);
+}
+
+knob_set hand_knobs_at(const toolchain& t, const kernel_info& k, const std::string& shape, const std::string& isa) {
+  if (is_gpu(isa))
+    return default_knobs(t, k.knob_section, isa); // GPU schedules have one knob set
+  return bucket_knobs(read_json(t.knob_file), t.knob_file, k.knob_section, k.name, bucket_of(shape), isa);
 }
 
 std::string generator_knobs(const knob_set& k) { // "a:1/b:2": GenGen forbids '=' and ',' in values

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
                                 cat.bucket_plans(), cat.algorithm_knobs);
     for (const auto& u : r.unplanned)
-      std::printf("schedules: no knob set for the bucket of %s: it runs the nearest bucket's\n", u.c_str());
+      std::printf("schedules: no knob set for the bucket of %s: it runs the section's values\n", u.c_str());
     std::printf("schedules: knob file %s (no %s for this hardware; hand defaults %s with its records in %s): %zu "
                 "tuned knob sets%s\n",
                 out.c_str(), own.c_str(), defaults.c_str(), db_dir.c_str(), r.tuned.size(),

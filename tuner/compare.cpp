@@ -117,7 +117,7 @@ struct comparison {
     e.opts = &m;
     std::fprintf(stderr, "[compare %s %s] building %s...\n", k.name.c_str(), m.shape.c_str(), s.c_str());
     if (s == "default") {
-      e.cand = build(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "default");
+      e.cand = build(t, k, hand_knobs_at(t, k, m.shape, m.isa), m, hw, "default");
     } else if (s == "tuned") {
       if (const record* best = best_tuned(target_of_isa(m.isa), hw.key(), k.revision))
         e.cand = build(t, k, best->knobs, m, hw, "tuned"); // re-measured in this run
@@ -125,7 +125,7 @@ struct comparison {
         e.row.note = "no tuned record for this kernel, shape and machine";
     } else if (s == "adams2019" || s == "mullapudi2016" || s == "li2018") {
       const std::string name = s == "adams2019" ? "Adams2019" : s == "mullapudi2016" ? "Mullapudi2016" : "Li2018";
-      e.cand = build(t, k, default_knobs(t, k.knob_section, m.isa), m, hw, "autoscheduler:" + name,
+      e.cand = build(t, k, hand_knobs_at(t, k, m.shape, m.isa), m, hw, "autoscheduler:" + name,
                      {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
                       "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
     } else if (s == "blas") {
@@ -147,7 +147,7 @@ struct comparison {
       const kernel_info kg = kernel_for(c, k.name, "opencl");
       e.opts = &g;
       if (s == "opencl")
-        e.cand = build(t, kg, default_knobs(t, kg.knob_section, "opencl"), g, hw, "opencl default");
+        e.cand = build(t, kg, hand_knobs_at(t, kg, g.shape, "opencl"), g, hw, "opencl default");
       else if (const record* best = best_tuned(target_of_isa("opencl"), hardware_key(hw, "opencl"), kg.revision))
         e.cand = build(t, kg, best->knobs, g, hw, "opencl tuned");
       else

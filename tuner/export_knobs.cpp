@@ -1,5 +1,6 @@
 #include "export_knobs.hpp"
 
+#include "halformer/bucket_knobs.hpp"
 #include "halformer/error.hpp"
 #include "tuner.hpp"
 
@@ -83,11 +84,8 @@ nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel
                           export_report& report) {
   nlohmann::json values = knobs[plan.section][isa];
   values.erase("_why");
-  const nlohmann::json::json_pointer base("/_buckets/" + kernel + "/" + bucket);
-  if (knobs.contains(base))
-    for (const char* key : {"any", isa.c_str()})
-      if (knobs[base].contains(key))
-        values.update(knobs[base][key]);
+  if (const std::string base = bucket_set_pointer(knobs, kernel, bucket, isa); !base.empty())
+    values.update(knobs[nlohmann::json::json_pointer(base)]); // as the build runs the base file
   const auto same_algorithm = [&](const record& r) {
     return std::all_of(algorithm.begin(), algorithm.end(),
                        [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); });

@@ -206,7 +206,8 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       s.seen[r.knobs] = r;
 
   tune_result result;
-  const knob_set defaults = default_knobs(t, k.knob_section, o.isa);
+  // The baseline is the set a build runs at this shape: its bucket's hand set.
+  const knob_set defaults = hand_knobs_at(t, k, o.shape, o.isa);
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
   if (s.seen.empty() && !is_gpu(o.isa))
     for (const auto& seed : seeds_from_similar_hardware(records, k, o.shape, target, hw_key, space, 3)) {

@@ -93,7 +93,12 @@ bool is_gpu(const std::string& isa);               // opencl (cuda: not measurab
 kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa);
 // The knob space of a kernel's schedule for `isa`.
 const knob_space& space_for(const catalog& c, const kernel_info& k, const std::string& isa);
+// A knob section's hand values for `isa` (the section alone, whatever the shape).
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
+// The hand knob set the kernel runs at `shape`: its shape bucket's set in the hand
+// knob file over the section's values (common/bucket_knobs.hpp), as a build with
+// that file runs it. Every baseline a search or `compare` measures is this set.
+knob_set hand_knobs_at(const toolchain& t, const kernel_info& k, const std::string& shape, const std::string& isa);
 
 // A candidate compiled and linked into its measuring harness (in a child process
 // each), ready to be run any number of times; `r` holds its identity, or why it

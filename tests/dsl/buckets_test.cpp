@@ -42,11 +42,16 @@ TEST_CASE("each distinct bucket knob set is one branch; the decode one is genera
     CHECK(b[0].knobs["rows"] == 1);
     CHECK(b[1].knobs["rows"] == 4);
   }
-  SECTION("a bucket without a set takes the nearest bucket's; a set equal to decode's shares its branch") {
+  SECTION("a bucket without a set runs the section's values; a set equal to decode's shares its branch") {
     const auto b = plan_branches("k", decls, {{"prefill", set(1)}, {"decode", set(2)}}, set(8), t, batch);
-    REQUIRE(b.size() == 2);
+    REQUIRE(b.size() == 3);
     CHECK(served(b[0]) == std::vector<std::string>{"prefill"});
-    CHECK(served(b[1]) == std::vector<std::string>{"decode", "decode1"});
+    CHECK(served(b[1]) == std::vector<std::string>{"decode1"});
+    CHECK(b[1].knobs["rows"] == 8); // the section's, not a neighbouring bucket's
+    CHECK(served(b[2]) == std::vector<std::string>{"decode"});
+    const auto shared = plan_branches("k", decls, {{"decode1", set(8)}, {"decode", set(2)}}, set(2), t, batch);
+    REQUIRE(shared.size() == 2);
+    CHECK(served(shared[1]) == std::vector<std::string>{"decode", "prefill"});
     // Equal sets of prefill and decode1 stay two branches, each on its plain condition.
     const auto two =
         plan_branches("k", decls, {{"prefill", set(2)}, {"decode", set(4)}, {"decode1", set(2)}}, set(8), t, batch);
@@ -54,10 +59,12 @@ TEST_CASE("each distinct bucket knob set is one branch; the decode one is genera
     CHECK(two[0].knobs["rows"] == 2);
     CHECK(two[1].knobs["rows"] == 2);
   }
-  SECTION("one set serves every bucket") {
+  SECTION("a set for decode alone: the other buckets run the section's values") {
     const auto b = plan_branches("k", decls, {{"decode", set(1)}}, set(8), t, batch);
-    REQUIRE(b.size() == 1);
-    CHECK(b[0].knobs["rows"] == 1);
+    REQUIRE(b.size() == 3);
+    CHECK(b[0].knobs["rows"] == 8);
+    CHECK(b[1].knobs["rows"] == 8);
+    CHECK(b[2].knobs["rows"] == 1);
   }
   SECTION("algorithm knobs must agree: one pipeline has one algorithm") {
     CHECK_THROWS_WITH(

@@ -19,12 +19,4 @@ inline const std::array<std::string, 3>& bucket_names() {
 
 inline std::string bucket_of(int t, int batch) { return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode"; }
 
-// The buckets whose knob set a bucket without its own takes, nearest regime first.
-inline const std::vector<std::string>& nearest_buckets(const std::string& bucket) {
-  static const std::map<std::string, std::vector<std::string>> order{{"prefill", {"prefill", "decode", "decode1"}},
-                                                                     {"decode", {"decode", "prefill", "decode1"}},
-                                                                     {"decode1", {"decode1", "decode", "prefill"}}};
-  return order.at(bucket);
-}
-
 } // namespace halformer

@@ -6,8 +6,8 @@
 // "_buckets", written by the tuner); each distinct set becomes a branch of the one
 // Halide pipeline, selected by the call's extents, as Halide's linear_algebra GEMV
 // and hannk's fully_connected specialise by shape. A bucket without its own set runs
-// the set of the nearest bucket that has one; buckets whose set equals decode's
-// share its branch, so a build without per-bucket values has no extra code at all.
+// the section's values (common/bucket_knobs.hpp says why); buckets whose set equals
+// decode's share its branch, so a build without per-bucket values has no extra code.
 //
 // A schedule applies every directive through its bucket_scope, so that each knob set
 // schedules its own specialization of every Func. Compute levels (compute_at,
@@ -30,7 +30,6 @@ namespace halformer::schedules {
 
 using halformer::bucket_names;
 using halformer::bucket_of;
-using halformer::nearest_buckets;
 
 // The condition under which a call of extents (t, batch) is in `bucket`.
 inline Halide::Expr bucket_condition(const std::string& bucket, const Halide::Expr& t, const Halide::Expr& batch) {
@@ -88,10 +87,8 @@ inline std::vector<bucket_branch> plan_branches(const std::string& kernel, const
   if (by_bucket.empty())
     return {{{bucket_names().begin(), bucket_names().end()}, {}, general}};
   const auto set_of = [&](const std::string& bucket) -> const knob_values& {
-    for (const auto& n : nearest_buckets(bucket))
-      if (by_bucket.count(n))
-        return by_bucket.at(n);
-    return general;
+    const auto own = by_bucket.find(bucket);
+    return own != by_bucket.end() ? own->second : general;
   };
   const knob_values& decode = set_of("decode");
   std::vector<bucket_branch> branches;

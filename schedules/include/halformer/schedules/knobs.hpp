@@ -7,6 +7,7 @@
 // unknown knob or a missing one is a build error naming it.
 #pragma once
 
+#include "halformer/bucket_knobs.hpp"
 #include "halformer/knob_value.hpp"
 #include "halformer/shape_buckets.hpp"
 
@@ -116,13 +117,6 @@ inline nlohmann::json read_knob_file(const std::string& knob_file) {
     throw std::runtime_error("knob file '" + knob_file + "' is not valid JSON: " + e.what());
   }
 }
-// Integer values of a JSON section into `values`; "_why" and other "_" keys are
-// comments; "cores" is this machine's core count (knob_value.hpp).
-inline void read_section(const nlohmann::json& section, const std::string& where, std::map<std::string, int>& values) {
-  for (const auto& [name, v] : section.items())
-    if (name.rfind("_", 0) != 0)
-      values[name] = knob_value(v, where + "." + name);
-}
 } // namespace detail
 
 // A kernel's knob sets: the section's (`general`) and, where the knob file has
@@ -143,30 +137,22 @@ inline kernel_knobs load_kernel_knobs(const std::string& kernel, const std::stri
   nlohmann::json j;
   if (!knob_file.empty()) {
     j = detail::read_knob_file(knob_file);
-    if (!j.contains(section) || !j[section].contains(isa))
-      throw std::runtime_error("knob file '" + knob_file + "' has no section " + section + "." + isa);
-    detail::read_section(j[section][isa], knob_file + ": " + section + "." + isa, values);
+    values = section_knobs(j, knob_file, section, isa);
   }
   for (const auto& [name, v] : parse_overrides(overrides))
     values[name] = v;
   kernel_knobs k{knob_values(section, decls, values), {}};
-  if (knob_file.empty() || !overrides.empty())
+  if (knob_file.empty() || !overrides.empty() || !j.contains("_buckets") || !j["_buckets"].contains(kernel))
     return k;
-  const nlohmann::json::json_pointer buckets("/_buckets/" + kernel);
-  if (!j.contains(buckets))
-    return k;
-  for (const auto& [bucket, isas] : j[buckets].items()) {
+  for (const auto& [bucket, isas] : j["_buckets"][kernel].items()) {
     if (bucket.rfind("_", 0) == 0)
       continue; // comments
     if (std::find(bucket_names().begin(), bucket_names().end(), bucket) == bucket_names().end())
       throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket +
                                " is not a shape bucket (prefill, decode, decode1)");
-    const std::string key = isas.contains(isa) ? isa : "any"; // "any": every ISA without its own set
-    if (!isas.contains(key))
-      continue;
-    std::map<std::string, int> values = k.general.all();
-    detail::read_section(isas[key], knob_file + ": _buckets." + kernel + "." + bucket + "." + key, values);
-    k.by_bucket.emplace(bucket, knob_values(kernel + "@" + bucket, decls, values));
+    std::map<std::string, int> set;
+    if (own_bucket_knobs(j, knob_file, section, kernel, bucket, isa, set))
+      k.by_bucket.emplace(bucket, knob_values(kernel + "@" + bucket, decls, set));
   }
   return k;
 }
