@@ -4,6 +4,8 @@
 
 #include "halformer/schedules/gemm_stages.hpp"
 
+#include <algorithm>
+
 namespace halformer::schedules::cpu {
 
 // The decode specializations of a GEMM's output, accumulator and its update.
@@ -101,6 +103,25 @@ inline void schedule_row_tiles_output(const gemm_stage& g, Halide::Stage s, int 
 // less; batch 32 (bound by the multiply-adds) the same.
 inline constexpr int wide_tile_prefetch_distance = 4;
 
+// A wide task's chunk of weight rows grows with the batch. Each chunk pass reads
+// and writes the task's whole accumulator block (cols x batch floats, in L2) once,
+// against chunk x cols floats of weights: at a fixed chunk that traffic grows with
+// the batch, until it, not the weights, bounds the kernel (Zen 5, logits at d_model
+// 512, vocab 32000, 2 threads, harness medians: batch 32 with chunks of 8 rows 7.6
+// ms, 16 4.8-5.0, 32 4.4, 64 4.3; batch 16: 8 2.9, 16 2.5, 32 2.7; batch 8 flat,
+// 1.7-1.9 ms for 4 to 32). So `gemv_k` is the chunk at the batch the decode knobs
+// are tuned at (the presets' decode step, 8 rows; a Zen 3 measured 8 rows better
+// than 16 for logits there, where DRAM is slower), and a larger batch's chunk is
+// gemv_k times its batch over that one (at most 128 rows): the accumulator traffic
+// per weight byte stays that of the tuned batch. The chunk is a runtime split
+// factor (its loop is neither unrolled nor vectorised), so no branch is added.
+inline constexpr int decode_knobs_batch = 8;
+
+inline Halide::Expr wide_tile_chunk(const gemm_stage& g, const knob_values& k) {
+  const int most = std::max(1, 128 / k["gemv_k"]);
+  return k["gemv_k"] * Halide::clamp(g.batch_extent / decode_knobs_batch, 1, most);
+}
+
 inline void schedule_wide_tiles(const gemm_stage& g, decode_stages d, const Halide::Expr& cond, int cols, int vec,
                                 const knob_values& k) {
   using namespace Halide;
@@ -114,7 +135,7 @@ inline void schedule_wide_tiles(const gemm_stage& g, decode_stages d, const Hali
   pure.vectorize(g.o, vec);
   u.split(g.o, ot, ov, vec * k["vectors"], TailStrategy::GuardWithIf)
       .split(g.batch, bo, bi, k["gemv_rows"], TailStrategy::GuardWithIf)
-      .split(g.r[0], ko, ki, k["gemv_k"], TailStrategy::GuardWithIf);
+      .split(g.r[0], ko, ki, wide_tile_chunk(g, k), TailStrategy::GuardWithIf);
   std::vector<VarOrRVar> order{ov, bi, ki, bo, ot, g.t, ko};
   order.insert(order.end(), g.r.begin() + 1, g.r.end());
   u.reorder(order).vectorize(ov, vec).unroll(ov).unroll(bi);
