@@ -54,20 +54,6 @@ inline std::string own_bucket_key(const nlohmann::json& knobs, const std::string
   return isas.contains(isa) ? isa : isas.contains("any") ? "any" : "";
 }
 
-// The section's values with the kernel's own set at `bucket` over them (no fallback
-// to other buckets); `false` if the file has no such set.
-inline bool own_bucket_knobs(const nlohmann::json& knobs, const std::string& file, const std::string& section,
-                             const std::string& kernel, const std::string& bucket, const std::string& isa,
-                             knob_map& values) {
-  const std::string key = own_bucket_key(knobs, kernel, bucket, isa);
-  if (key.empty())
-    return false;
-  values = section_knobs(knobs, file, section, isa);
-  read_knob_values(knobs["_buckets"][kernel][bucket][key], file + ": _buckets." + kernel + "." + bucket + "." + key,
-                   values);
-  return true;
-}
-
 // Where the kernel's own set at `bucket` on `isa` is, as the JSON pointer
 // "/_buckets/<kernel>/<bucket>/<key>", or "" when the section's values apply.
 inline std::string bucket_set_pointer(const nlohmann::json& knobs, const std::string& kernel, const std::string& bucket,

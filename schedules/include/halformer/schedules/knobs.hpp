@@ -150,9 +150,9 @@ inline kernel_knobs load_kernel_knobs(const std::string& kernel, const std::stri
     if (std::find(bucket_names().begin(), bucket_names().end(), bucket) == bucket_names().end())
       throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket +
                                " is not a shape bucket (prefill, decode, decode1)");
-    std::map<std::string, int> set;
-    if (own_bucket_knobs(j, knob_file, section, kernel, bucket, isa, set))
-      k.by_bucket.emplace(bucket, knob_values(kernel + "@" + bucket, decls, set));
+    if (!bucket_set_pointer(j, kernel, bucket, isa).empty())
+      k.by_bucket.emplace(
+          bucket, knob_values(kernel + "@" + bucket, decls, bucket_knobs(j, knob_file, section, kernel, bucket, isa)));
   }
   return k;
 }

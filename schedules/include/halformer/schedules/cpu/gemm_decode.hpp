@@ -13,6 +13,25 @@ struct decode_stages {
   Halide::Stage out, acc, update;
 };
 
+// With several rows, a one-row tile's chunk grows with the batch: gemv_k x batch
+// weight rows, at most 16 KiB of the tile's columns (in L1 with the rows' inputs
+// and accumulators; 128 rows at most). Each chunk's first row reads the chunk
+// from memory and the others reuse it from L1 with no weights in flight, so
+// short chunks left the memory idle for most of a step. Zen 5, 2 threads, hand
+// defaults, harness medians, 16 rows -> this rule (64 rows for 4-vector tiles):
+// qkv_projection at batch 8 0.133-0.136 -> 0.088-0.090 ms, batch 4 0.113-0.120
+// -> 0.067 (128 rows: 0.056); ffn_relu at batch 4 0.289-0.294 -> 0.177-0.180;
+// logits at batch 4 2.59 -> 1.69-1.73 (8 rows: 2.15); batch 1 unchanged (logits
+// 1.17-1.31 ms for 8 to 128 rows). The out projection, whose chunks split one
+// head's d_k (its reduction is d_k x heads), keeps gemv_k: chunks of all 64 were
+// slower at batch 1 and 4 (0.018 -> 0.025, 0.037 -> 0.046 ms).
+inline Halide::Expr row_tile_chunk(const gemm_stage& g, int tile_floats, const knob_values& k) {
+  if (g.r.size() > 1)
+    return k["gemv_k"];
+  const int most = std::max(k["gemv_k"], std::min(128, 16 * 1024 / (4 * tile_floats)));
+  return Halide::min(k["gemv_k"] * Halide::max(1, g.batch_extent), most);
+}
+
 // Decode steps (t == 1) are bound by streaming the weights, whose rows (one
 // reduction index each) are contiguous over the output features. A register tile
 // that walked the whole reduction would read a few dozen bytes of every row in
@@ -35,24 +54,6 @@ struct decode_stages {
 // masked: each narrower tile (halving gemv_vectors) is a specialization taken
 // when the output is at least that wide (d_k 32, 2 threads, Zen 2: qkv at 32
 // rows 0.49 -> 0.047 ms).
-// With several rows, a one-row tile's chunk grows with the batch: gemv_k x batch
-// weight rows, at most 16 KiB of the tile's columns (in L1 with the rows' inputs
-// and accumulators; 128 rows at most). Each chunk's first row reads the chunk
-// from memory and the others reuse it from L1 with no weights in flight, so
-// short chunks left the memory idle for most of a step. Zen 5, 2 threads, harness
-// medians, chunks of 16 -> 128 rows: qkv_projection at batch 8 0.133-0.136 ->
-// 0.088 ms, batch 4 0.113-0.120 -> 0.056-0.057; ffn_relu at batch 4 0.289-0.294 ->
-// 0.174-0.178; logits at batch 4 2.59 -> 1.59 (8 rows: 2.15); batch 1 within the
-// noise (logits 1.17-1.31 ms for 8 to 128). The out projection, whose chunks
-// split one head's d_k (its reduction is d_k x heads), keeps gemv_k: chunks of
-// all 64 were slower at batch 1 and 4 (0.018 -> 0.025, 0.037 -> 0.046 ms).
-inline Halide::Expr row_tile_chunk(const gemm_stage& g, int tile_floats, const knob_values& k) {
-  if (g.r.size() > 1)
-    return k["gemv_k"];
-  const int most = std::max(k["gemv_k"], std::min(128, 16 * 1024 / (4 * tile_floats)));
-  return Halide::min(k["gemv_k"] * Halide::max(1, g.batch_extent), most);
-}
-
 inline void schedule_row_tiles_acc(const gemm_stage& g, Halide::Stage pure, Halide::Stage update, int vec,
                                    const knob_values& k) {
   using namespace Halide;
