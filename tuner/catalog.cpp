@@ -8,7 +8,6 @@
 #include "halformer/bucket_knobs.hpp"
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
-#include "halformer/knob_value.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
