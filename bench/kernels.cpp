@@ -21,13 +21,17 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 extern "C" {
 int halide_set_num_threads(int);
@@ -99,6 +103,24 @@ std::vector<kcase> cases(const std::vector<std::string>& typed) {
   return v;
 }
 
+// The baselines' thread pools must sleep between their calls: on a machine with
+// as many cores as threads, a pool still spinning steals the cores the next
+// halformer sample runs on. OpenBLAS spins for 2^28 cycles after a call (about 0.1
+// s) unless OPENBLAS_THREAD_TIMEOUT says otherwise, and reads it once at load, as
+// OpenMP (oneDNN's pool) reads OMP_WAIT_POLICY. So without them the process runs
+// itself again with them set. Zen 5, 2 threads, decode batch 8: ffn_relu's
+// median 0.56 ms (min 0.28) with spinning pools, 0.29 with sleeping ones.
+void run_with_sleeping_baseline_pools(char** argv, int threads) {
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") && std::getenv("OMP_WAIT_POLICY"))
+    return;
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0); // 2^4 cycles: sleep at once
+  setenv("OMP_WAIT_POLICY", "passive", 0);
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "bench_kernels: cannot re-run itself (%s): baseline pools may spin between samples\n",
+               std::strerror(errno));
+}
+
 // The sgemm baselines on the same GEMMs, inputs rotated like the kernel's.
 struct sgemm_sets {
   std::vector<std::vector<float>> data;
@@ -139,6 +161,7 @@ int main(int argc, char** argv) {
                  "with --only: that kernel at this shape alone (e.g. d_k=64,heads=8,tk=40,causal=0,t=1,batch=32)")
       ->needs("--only");
   CLI11_PARSE(app, argc, argv);
+  run_with_sleeping_baseline_pools(argv, threads);
   if (halformer_kernels_init() != 0) {
     std::fprintf(stderr, "%s\n", halformer_last_error());
     return 2;
@@ -146,7 +169,7 @@ int main(int argc, char** argv) {
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
   halformer::bench::read_probe probe(threads);
-  // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (bench/run.py sets it).
+  // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (set above unless given).
   problems::rng.seed(1);
   // Every kernel of the library is accounted for: one the matrix does not run is
   // reported as such (a new kernel shows up here until it gets its phases).
@@ -167,8 +190,14 @@ int main(int argc, char** argv) {
   for (const kcase& c : matrix) {
     if (!only.empty() && c.kernel != only)
       continue;
-    auto shape = problems::parse_shape(c.shape);
-    problems::problem p = problems::make_problem(c.kernel, shape);
+    problems::problem p;
+    try {
+      auto shape = problems::parse_shape(c.shape);
+      p = problems::make_problem(c.kernel, shape);
+    } catch (const std::exception& e) { // a --shape without a dimension the kernel needs
+      std::fprintf(stderr, "bench_kernels: %s at '%s': %s\n", c.kernel.c_str(), c.shape.c_str(), e.what());
+      return 1;
+    }
     const halformer_kernel* k = halformer_find_kernel(halformer_kernels_cpu(), c.kernel.c_str());
     if (!k) {
       std::fprintf(stderr, "bench_kernels: %s\n", halformer_last_error());
