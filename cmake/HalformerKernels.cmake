@@ -54,11 +54,12 @@ endfunction()
 set(HALFORMER_KERNELS "")
 # halformer_kernel(NAME [DOT_PRODUCTS] [BUCKETS b ...]): function hf_NAME from the kernel NAME of
 # dsl/kernels.hpp (the generic generator with kernel=NAME; the DSL says its
-# arguments and its schedule). BUCKETS: the shape buckets (prefill, decode, decode1)
-# the model runs the kernel in; the tuner tunes and the knob file holds a knob set
-# for each, and the generator makes each distinct set a specialize() branch of the
-# one pipeline (schedules/buckets.hpp). DOT_PRODUCTS: also compiled for the
-# dot-product ISAs (targets.cmake). CPU_ONLY: not in the GPU libraries.
+# arguments and its schedule). BUCKETS: the shape buckets (prefill, decode,
+# decode1, decode_wide; halformer/shape_buckets.hpp) the model runs the kernel in
+# and the tuner tunes it at; the knob file holds a knob set for each, and the
+# generator makes each distinct set a specialize() branch of the one pipeline
+# (schedules/buckets.hpp). DOT_PRODUCTS: also compiled for the dot-product ISAs
+# (targets.cmake). CPU_ONLY: not in the GPU libraries.
 function(halformer_kernel name)
   cmake_parse_arguments(ARG "DOT_PRODUCTS;CPU_ONLY" "" "BUCKETS" ${ARGN})
   if (HALFORMER_KERNEL_FILTER AND NOT name IN_LIST HALFORMER_KERNEL_FILTER)
@@ -112,19 +113,19 @@ function(halformer_kernel name)
 endfunction()
 
 halformer_kernel(embedding BUCKETS prefill decode)
-halformer_kernel(qkv_projection BUCKETS prefill decode decode1)
+halformer_kernel(qkv_projection BUCKETS prefill decode decode1 decode_wide)
 halformer_kernel(kv_projection BUCKETS prefill)
-halformer_kernel(q_projection BUCKETS decode decode1)
+halformer_kernel(q_projection BUCKETS decode decode1 decode_wide)
 halformer_kernel(attention BUCKETS prefill decode decode1)
-halformer_kernel(out_projection BUCKETS prefill decode decode1)
-halformer_kernel(ffn_relu BUCKETS prefill decode decode1)
+halformer_kernel(out_projection BUCKETS prefill decode decode1 decode_wide)
+halformer_kernel(ffn_relu BUCKETS prefill decode decode1 decode_wide)
 halformer_kernel(ffn_gelu)
-halformer_kernel(ffn_silu BUCKETS prefill decode decode1) # Marian's swish
+halformer_kernel(ffn_silu BUCKETS prefill decode decode1 decode_wide) # Marian's swish
 halformer_kernel(layernorm BUCKETS prefill decode)
 halformer_kernel(add_layernorm BUCKETS prefill)
 halformer_kernel(softmax BUCKETS prefill)
 halformer_kernel(log_softmax BUCKETS decode)
-halformer_kernel(logits BUCKETS decode decode1)
+halformer_kernel(logits BUCKETS decode decode1 decode_wide)
 halformer_kernel(greedy_pick)
 halformer_kernel(beam_candidates)
 # int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp);

@@ -2,6 +2,7 @@
 
 #include "database.hpp"
 #include "halformer/error.hpp"
+#include "halformer/shape_buckets.hpp"
 
 #include <algorithm>
 #include <string>
@@ -20,30 +21,38 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
     throw error("model shapes: prefill tokens and batch must be at least 2 (prefill and batched decode are "
                 "their own buckets; batch 1 is tuned as well)");
   const std::string T = std::to_string(prefill_t), B = std::to_string(batch), D = std::to_string(m.d_model);
+  // The GEMMs' decode_wide step: beam 4 over 4 x batch sentences (128 rows at batch
+  // 8: the benchmark's beam 4 x 32).
+  const std::string W = std::to_string(std::max(wide_decode_batch, 16 * batch));
   const std::string heads = "d_k=" + std::to_string(m.d_model / m.heads) + ",heads=" + std::to_string(m.heads);
   const std::string ffn = "ffn_" + m.activation;
   const std::string ffn_dims = "d_model=" + D + ",d_ff=" + std::to_string(m.d_ff);
   const std::string src = std::to_string(m.src_vocab), tgt = std::to_string(m.tgt_vocab);
   // Per kernel: its shapes in the model, the primary (the AOT section's) first:
-  // prefill at (T, B), decode steps at batch B and 1 attending to T keys.
+  // prefill at (T, B), decode steps at batch B and 1 attending to T keys, and the
+  // GEMMs' at W rows.
   const std::vector<std::tuple<std::string, std::string, bool>> e{
       {"embedding", "d_model=" + D + ",vocab=" + src + ",t=" + T + ",batch=" + B, true},
       {"embedding", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + B, false},
       {"qkv_projection", heads + ",t=" + T + ",batch=" + B, true},
       {"qkv_projection", heads + ",t=1,batch=" + B, false},
       {"qkv_projection", heads + ",t=1,batch=1", false},
+      {"qkv_projection", heads + ",t=1,batch=" + W, false},
       {"kv_projection", heads + ",t=" + T + ",batch=" + B, true},
       {"q_projection", heads + ",t=1,batch=" + B, true},
       {"q_projection", heads + ",t=1,batch=1", false},
+      {"q_projection", heads + ",t=1,batch=" + W, false},
       {"attention", heads + ",t=" + T + ",tk=" + T + ",batch=" + B + ",causal=0", true},
       {"attention", heads + ",t=1,tk=" + T + ",batch=" + B + ",causal=1", false},
       {"attention", heads + ",t=1,tk=" + T + ",batch=1,causal=1", false},
       {"out_projection", heads + ",t=" + T + ",batch=" + B, true},
       {"out_projection", heads + ",t=1,batch=" + B, false},
       {"out_projection", heads + ",t=1,batch=1", false},
+      {"out_projection", heads + ",t=1,batch=" + W, false},
       {ffn, ffn_dims + ",t=" + T + ",batch=" + B, true},
       {ffn, ffn_dims + ",t=1,batch=" + B, false},
       {ffn, ffn_dims + ",t=1,batch=1", false},
+      {ffn, ffn_dims + ",t=1,batch=" + W, false},
       {"layernorm", "d_model=" + D + ",t=" + T + ",batch=" + B, true},
       {"layernorm", "d_model=" + D + ",t=1,batch=" + B, false},
       {"add_layernorm", "d_model=" + D + ",t=" + T + ",batch=" + B, true},
@@ -51,6 +60,7 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
       {"beam_candidates", "vocab=" + tgt + ",t=1,batch=" + B, true},
       {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + B, true},
       {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=1", false},
+      {"logits", "d_model=" + D + ",vocab=" + tgt + ",t=1,batch=" + W, false},
   };
   std::vector<preset_entry> out;
   for (const auto& [k, s, p] : e)

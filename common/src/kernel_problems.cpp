@@ -299,7 +299,8 @@ std::vector<std::string> problem_kernels() {
   return names;
 }
 
-// Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1; widths
+// Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1 and
+// decode_wide (t = 1, batch >= 64: 65-70 rows, partial tiles and panels); widths
 // that are not multiples of any vector width, and d_k 64 and 32 (attention has
 // branches of its own for them, the head projections for 64). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
@@ -319,28 +320,34 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::map<std::string, std::vector<std::string>> shapes{
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
-        "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5", "d_model=40,vocab=333,t=1,batch=3"}},
+        "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5", "d_model=40,vocab=333,t=1,batch=3",
+        "d_model=40,vocab=333,t=1,batch=70"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
         "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9",
-        "d_model=260,d_ff=777,t=150,batch=1"}},
+        "d_model=260,d_ff=777,t=150,batch=1", "d_model=64,d_ff=300,t=1,batch=67"}},
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
-        "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3"}},
+        "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3",
+        "d_k=64,heads=3,t=1,batch=65"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
-        "d_k=32,heads=2,t=9,tk=11,batch=2,causal=1", "d_k=32,heads=3,t=1,tk=40,batch=3,causal=0"}},
-      {"layernorm", {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1"}},
-      {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1"}},
-      {"greedy_pick", {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=1,t=1,batch=1"}},
+        "d_k=32,heads=2,t=9,tk=11,batch=2,causal=1", "d_k=32,heads=3,t=1,tk=40,batch=3,causal=0",
+        "d_k=64,heads=2,t=1,tk=9,batch=66,causal=1"}},
+      {"layernorm",
+       {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1", "d_model=33,t=1,batch=65"}},
+      {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1", "n=333,t=1,batch=65"}},
+      {"greedy_pick",
+       {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=1,t=1,batch=1", "vocab=333,t=1,batch=65"}},
       // 333: five whole chunks and a short one; 64 and 65: one chunk, one entry over.
       {"beam_candidates",
-       {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1"}},
+       {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1",
+        "vocab=333,t=1,batch=65"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1",
         "d_model=512,vocab=1000,t=7,batch=4", "d_model=35,vocab=50,t=9,batch=2,split=1",
-        "d_model=64,vocab=10,t=1,batch=3,split=1"}}};
+        "d_model=64,vocab=10,t=1,batch=3,split=1", "d_model=64,vocab=10,t=1,batch=65"}}};
   static const std::map<std::string, std::string> family{{"logits_int8", "logits"},
                                                          {"ffn_relu", "ffn"},
                                                          {"ffn_gelu", "ffn"},

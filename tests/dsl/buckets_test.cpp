@@ -29,42 +29,51 @@ TEST_CASE("each distinct bucket knob set is one branch; the decode one is genera
     CHECK(!b[0].condition.defined());
     CHECK(b[0].knobs["rows"] == 8);
   }
-  SECTION("three different sets: three branches, decode last and unconditioned") {
-    const auto b =
-        plan_branches("k", decls, {{"prefill", set(1)}, {"decode", set(2)}, {"decode1", set(4)}}, set(8), t, batch);
-    REQUIRE(b.size() == 3);
+  SECTION("four different sets: four branches, decode last and unconditioned") {
+    const auto b = plan_branches(
+        "k", decls, {{"prefill", set(1)}, {"decode", set(2)}, {"decode1", set(4)}, {"decode_wide", set(8)}}, set(1), t,
+        batch);
+    REQUIRE(b.size() == 4);
     CHECK(served(b[0]) == std::vector<std::string>{"prefill"});
     CHECK(served(b[1]) == std::vector<std::string>{"decode1"});
-    CHECK(served(b[2]) == std::vector<std::string>{"decode"});
+    CHECK(served(b[2]) == std::vector<std::string>{"decode_wide"});
+    CHECK(served(b[3]) == std::vector<std::string>{"decode"});
     CHECK(b[0].condition.defined());
     CHECK(b[1].condition.defined());
-    CHECK(!b[2].condition.defined());
+    CHECK(b[2].condition.defined());
+    CHECK(!b[3].condition.defined());
     CHECK(b[0].knobs["rows"] == 1);
     CHECK(b[1].knobs["rows"] == 4);
+    CHECK(b[2].knobs["rows"] == 8);
   }
   SECTION("a bucket without a set runs the section's values; a set equal to decode's shares its branch") {
     const auto b = plan_branches("k", decls, {{"prefill", set(1)}, {"decode", set(2)}}, set(8), t, batch);
-    REQUIRE(b.size() == 3);
+    REQUIRE(b.size() == 4);
     CHECK(served(b[0]) == std::vector<std::string>{"prefill"});
     CHECK(served(b[1]) == std::vector<std::string>{"decode1"});
     CHECK(b[1].knobs["rows"] == 8); // the section's, not a neighbouring bucket's
-    CHECK(served(b[2]) == std::vector<std::string>{"decode"});
+    CHECK(served(b[2]) == std::vector<std::string>{"decode_wide"});
+    CHECK(b[2].knobs["rows"] == 8); // the section's, not the streaming decode step's
+    CHECK(served(b[3]) == std::vector<std::string>{"decode"});
     const auto shared = plan_branches("k", decls, {{"decode1", set(8)}, {"decode", set(2)}}, set(2), t, batch);
     REQUIRE(shared.size() == 2);
-    CHECK(served(shared[1]) == std::vector<std::string>{"decode", "prefill"});
+    CHECK(served(shared[1]) == std::vector<std::string>{"decode", "prefill", "decode_wide"});
     // Equal sets of prefill and decode1 stay two branches, each on its plain condition.
-    const auto two =
-        plan_branches("k", decls, {{"prefill", set(2)}, {"decode", set(4)}, {"decode1", set(2)}}, set(8), t, batch);
+    const auto two = plan_branches(
+        "k", decls, {{"prefill", set(2)}, {"decode", set(4)}, {"decode1", set(2)}, {"decode_wide", set(4)}}, set(8), t,
+        batch);
     REQUIRE(two.size() == 3);
     CHECK(two[0].knobs["rows"] == 2);
     CHECK(two[1].knobs["rows"] == 2);
+    CHECK(served(two[2]) == std::vector<std::string>{"decode", "decode_wide"});
   }
   SECTION("a set for decode alone: the other buckets run the section's values") {
     const auto b = plan_branches("k", decls, {{"decode", set(1)}}, set(8), t, batch);
-    REQUIRE(b.size() == 3);
+    REQUIRE(b.size() == 4);
     CHECK(b[0].knobs["rows"] == 8);
     CHECK(b[1].knobs["rows"] == 8);
-    CHECK(b[2].knobs["rows"] == 1);
+    CHECK(b[2].knobs["rows"] == 8);
+    CHECK(b[3].knobs["rows"] == 1);
   }
   SECTION("algorithm knobs must agree: one pipeline has one algorithm") {
     CHECK_THROWS_WITH(
@@ -74,12 +83,16 @@ TEST_CASE("each distinct bucket knob set is one branch; the decode one is genera
   }
 }
 
-TEST_CASE("bucket conditions split (t, batch) into prefill, decode and decode1", "[buckets]") {
+TEST_CASE("bucket conditions split (t, batch) into prefill, decode, decode1 and decode_wide", "[buckets]") {
   CHECK(bucket_of(128, 8) == "prefill");
   CHECK(bucket_of(2, 1) == "prefill");
   CHECK(bucket_of(1, 8) == "decode");
   CHECK(bucket_of(1, 1) == "decode1");
-  for (const auto& [tv, bv] : std::vector<std::pair<int, int>>{{128, 8}, {2, 1}, {1, 8}, {1, 1}, {1, 2}})
+  CHECK(bucket_of(1, wide_decode_batch - 1) == "decode");
+  CHECK(bucket_of(1, wide_decode_batch) == "decode_wide");
+  CHECK(bucket_of(2, 128) == "prefill");
+  for (const auto& [tv, bv] :
+       std::vector<std::pair<int, int>>{{128, 8}, {2, 1}, {1, 8}, {1, 1}, {1, 2}, {1, 63}, {1, 64}, {1, 128}, {3, 64}})
     for (const auto& name : bucket_names()) {
       const Halide::Expr c = Halide::Internal::simplify(bucket_condition(name, Halide::Expr(tv), Halide::Expr(bv)));
       CHECK(Halide::Internal::is_const_one(c) == (name == bucket_of(tv, bv)));

@@ -135,11 +135,12 @@ TEST_CASE("a confirmation round keeps the default unless clearly beaten", "[tune
   CHECK(pick_tuned(rs, [](const record&) { return true; })->knobs == defaults);
 }
 
-TEST_CASE("shape buckets: prefill, decode, one-row decode", "[tuner]") {
+TEST_CASE("shape buckets: prefill, decode, one-row decode, wide decode", "[tuner]") {
   CHECK(bucket_of("t=128,batch=8,d_model=512") == "prefill");
   CHECK(bucket_of("t=2,batch=1") == "prefill");
   CHECK(bucket_of("t=1,batch=8") == "decode");
   CHECK(bucket_of("t=1,batch=1,vocab=32000") == "decode1");
+  CHECK(bucket_of("t=1,batch=128,d_model=512") == "decode_wide");
 }
 
 TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset shape", "[tuner][database]") {
@@ -149,7 +150,7 @@ TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset
   const auto c = real_catalog();
   const auto plans = c.bucket_plans();
   REQUIRE(plans.count("qkv_projection"));
-  CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1"});
+  CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1", "decode_wide"});
   record r;
   r.kernel = "qkv_projection", r.knob_section = "head_projection", r.target = target_of_isa("avx512");
   r.status = "ok", r.hardware = hw.key(), r.schedule_revision = c.revisions.at("head_projection");
@@ -177,32 +178,38 @@ TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset
 }
 
 TEST_CASE("the transformer-base preset is the model shapes of Transformer-base", "[tuner]") {
-  // The 24 (kernel, shape) pairs the preset always named, primary shapes first.
+  // The (kernel, shape) pairs of the model, primary shapes first; the GEMMs also at
+  // 128 rows (decode_wide: beam 4 over 32 sentences).
   const std::vector<std::pair<std::string, std::string>> expected{
       {"embedding", "d_model=512,vocab=32000,t=128,batch=8"},
       {"embedding", "d_model=512,vocab=32000,t=1,batch=8"},
       {"qkv_projection", "d_k=64,heads=8,t=128,batch=8"},
       {"qkv_projection", "d_k=64,heads=8,t=1,batch=8"},
       {"qkv_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"qkv_projection", "d_k=64,heads=8,t=1,batch=128"},
       {"kv_projection", "d_k=64,heads=8,t=128,batch=8"},
       {"q_projection", "d_k=64,heads=8,t=1,batch=8"},
       {"q_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"q_projection", "d_k=64,heads=8,t=1,batch=128"},
       {"attention", "d_k=64,heads=8,t=128,tk=128,batch=8,causal=0"},
       {"attention", "d_k=64,heads=8,t=1,tk=128,batch=8,causal=1"},
       {"attention", "d_k=64,heads=8,t=1,tk=128,batch=1,causal=1"},
       {"out_projection", "d_k=64,heads=8,t=128,batch=8"},
       {"out_projection", "d_k=64,heads=8,t=1,batch=8"},
       {"out_projection", "d_k=64,heads=8,t=1,batch=1"},
+      {"out_projection", "d_k=64,heads=8,t=1,batch=128"},
       {"ffn_relu", "d_model=512,d_ff=2048,t=128,batch=8"},
       {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=8"},
       {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=1"},
+      {"ffn_relu", "d_model=512,d_ff=2048,t=1,batch=128"},
       {"layernorm", "d_model=512,t=128,batch=8"},
       {"layernorm", "d_model=512,t=1,batch=8"},
       {"add_layernorm", "d_model=512,t=128,batch=8"},
       {"softmax", "n=128,t=128,batch=8"},
       {"beam_candidates", "vocab=32000,t=1,batch=8"},
       {"logits", "d_model=512,vocab=32000,t=1,batch=8"},
-      {"logits", "d_model=512,vocab=32000,t=1,batch=1"}};
+      {"logits", "d_model=512,vocab=32000,t=1,batch=1"},
+      {"logits", "d_model=512,vocab=32000,t=1,batch=128"}};
   const auto p = preset("transformer-base");
   REQUIRE(p.size() == expected.size());
   for (std::size_t i = 0; i < p.size(); ++i) {
@@ -211,7 +218,7 @@ TEST_CASE("the transformer-base preset is the model shapes of Transformer-base",
     CHECK(p[i].primary == (i == 0 || p[i - 1].kernel != p[i].kernel));
   }
   const auto gelu = model_shapes({256, 4, 1024, 500, 700, "gelu"}, 16, 4);
-  CHECK(std::count_if(gelu.begin(), gelu.end(), [](const preset_entry& e) { return e.kernel == "ffn_gelu"; }) == 3);
+  CHECK(std::count_if(gelu.begin(), gelu.end(), [](const preset_entry& e) { return e.kernel == "ffn_gelu"; }) == 4);
   CHECK(gelu[1].shape == canonical_shape("d_model=256,vocab=700,t=1,batch=4")); // the decoder's embedding
   CHECK_THROWS_WITH(model_shapes({250, 4, 1024, 500, 700, "relu"}, 16, 4),
                     Catch::Contains("not a multiple of 4 heads"));

@@ -1,8 +1,9 @@
 // Shape buckets, defined once: the regimes a kernel runs in by the token rows t
 // and the batch of its output. prefill (t > 1: the encoder, the decoder's first
-// pass), decode (t == 1, batch > 1), decode1 (t == 1, batch == 1: a matrix-vector
-// product for the GEMMs). The schedules specialise on them
-// (schedules/buckets.hpp), the tuner files records by them, the tests cover them.
+// pass), decode (t == 1, 1 < batch < wide_decode_batch), decode1 (t == 1, batch
+// == 1: a matrix-vector product for the GEMMs) and decode_wide (t == 1, batch >=
+// wide_decode_batch). The schedules specialise on them (schedules/buckets.hpp),
+// the tuner files records by them, the tests cover them.
 #pragma once
 
 #include <array>
@@ -12,11 +13,29 @@
 
 namespace halformer {
 
-inline const std::array<std::string, 3>& bucket_names() {
-  static const std::array<std::string, 3> names{"prefill", "decode", "decode1"};
+// A decode step of this many rows or more (beam 4 over 16+ sentences) multiplies
+// each weight it reads by 2 x batch FLOPs per 4 bytes, far past the FMA peak's
+// share of the read bandwidth (Zen 3: 270 GFLOP/s against 23 GB/s, i.e. ~24
+// rows; Zen 5: 540 against 50-60, ~20): it is bound by the multiply-adds and runs
+// the panels over the batch rows (gemm.hpp), whose knobs a set tuned at the
+// streaming decode step (8 rows) never exercised.
+inline constexpr int wide_decode_batch = 64;
+
+inline const std::array<std::string, 4>& bucket_names() {
+  static const std::array<std::string, 4> names{"prefill", "decode", "decode1", "decode_wide"};
   return names;
 }
 
-inline std::string bucket_of(int t, int batch) { return t > 1 ? "prefill" : batch == 1 ? "decode1" : "decode"; }
+// "prefill, decode, decode1, decode_wide", for messages.
+inline std::string bucket_list() {
+  std::string s;
+  for (const auto& b : bucket_names())
+    s += (s.empty() ? "" : ", ") + b;
+  return s;
+}
+
+inline std::string bucket_of(int t, int batch) {
+  return t > 1 ? "prefill" : batch == 1 ? "decode1" : batch >= wide_decode_batch ? "decode_wide" : "decode";
+}
 
 } // namespace halformer

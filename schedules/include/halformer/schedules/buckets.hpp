@@ -1,8 +1,9 @@
 // Shape buckets: one pipeline per kernel, one specialize() branch per knob set.
 //
-// A kernel runs in three regimes of the (t, batch) of its output: prefill (t > 1,
-// the encoder and the decoder's first pass), decode (t == 1, batch > 1) and decode1
-// (t == 1, batch == 1). A knob file may hold a knob set per bucket (section
+// A kernel runs in four regimes of the (t, batch) of its output: prefill (t > 1,
+// the encoder and the decoder's first pass), decode (t == 1, 1 < batch < 64),
+// decode1 (t == 1, batch == 1) and decode_wide (t == 1, batch >= 64;
+// halformer/shape_buckets.hpp). A knob file may hold a knob set per bucket (section
 // "_buckets", written by the tuner); each distinct set becomes a branch of the one
 // Halide pipeline, selected by the call's extents, as Halide's linear_algebra GEMV
 // and hannk's fully_connected specialise by shape. A bucket without its own set runs
@@ -30,13 +31,16 @@ namespace halformer::schedules {
 
 using halformer::bucket_names;
 using halformer::bucket_of;
+using halformer::wide_decode_batch;
 
 // The condition under which a call of extents (t, batch) is in `bucket`.
 inline Halide::Expr bucket_condition(const std::string& bucket, const Halide::Expr& t, const Halide::Expr& batch) {
   if (bucket == "prefill")
     return t > 1;
   if (bucket == "decode")
-    return t == 1 && batch > 1;
+    return t == 1 && batch > 1 && batch < wide_decode_batch;
+  if (bucket == "decode_wide")
+    return t == 1 && batch >= wide_decode_batch;
   return t == 1 && batch == 1;
 }
 

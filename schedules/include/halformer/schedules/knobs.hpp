@@ -8,7 +8,6 @@
 #pragma once
 
 #include "halformer/bucket_knobs.hpp"
-#include "halformer/knob_value.hpp"
 #include "halformer/shape_buckets.hpp"
 
 #include <Halide.h>
@@ -148,8 +147,8 @@ inline kernel_knobs load_kernel_knobs(const std::string& kernel, const std::stri
     if (bucket.rfind("_", 0) == 0)
       continue; // comments
     if (std::find(bucket_names().begin(), bucket_names().end(), bucket) == bucket_names().end())
-      throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket +
-                               " is not a shape bucket (prefill, decode, decode1)");
+      throw std::runtime_error(knob_file + ": _buckets." + kernel + "." + bucket + " is not a shape bucket (" +
+                               bucket_list() + ")");
     if (!bucket_set_pointer(j, kernel, bucket, isa).empty())
       k.by_bucket.emplace(
           bucket, knob_values(kernel + "@" + bucket, decls, bucket_knobs(j, knob_file, section, kernel, bucket, isa)));
