@@ -22,12 +22,14 @@ struct decode_stages {
 // qkv_projection at batch 8 0.133-0.136 -> 0.088-0.090 ms, batch 4 0.113-0.120
 // -> 0.067 (128 rows: 0.056); ffn_relu at batch 4 0.289-0.294 -> 0.177-0.180;
 // logits at batch 4 2.59 -> 1.69-1.73 (8 rows: 2.15); batch 1 unchanged (logits
-// 1.17-1.31 ms for 8 to 128 rows). The out projection, whose chunks split one
-// head's d_k (its reduction is d_k x heads), keeps gemv_k: chunks of all 64 were
-// slower at batch 1 and 4 (0.018 -> 0.025, 0.037 -> 0.046 ms).
+// 1.17-1.31 ms for 8 to 128 rows). The out projection, whose reduction is d_k x
+// heads, takes one head's d_k rows (64: 16 KiB of 4-vector tiles) at every
+// batch: Zen 5, 2 threads, interleaved harness medians, chunks of gemv_k (16) ->
+// d_k: batch 1 0.013 -> 0.0117 ms, 4 0.031 -> 0.019, 8 0.039-0.041 -> 0.0265,
+// 16 0.052 -> 0.042 (the multi-row tiles before: see schedule_decode).
 inline Halide::Expr row_tile_chunk(const gemm_stage& g, int tile_floats, const knob_values& k) {
   if (g.r.size() > 1)
-    return k["gemv_k"];
+    return g.r[0].extent();
   const int most = std::max(k["gemv_k"], std::min(128, 16 * 1024 / (4 * tile_floats)));
   return Halide::min(k["gemv_k"] * Halide::max(1, g.batch_extent), most);
 }
@@ -162,10 +164,13 @@ inline void schedule_wide_tiles(const gemm_stage& g, decode_stages d, const Hali
     u.prefetch(g.weights, ot, ot, wide_tile_prefetch_distance);
 }
 
-// Every decode branch: the wide tiles' ladder, then the one-row tiles.
+// Every decode branch: the wide tiles' ladder, then the one-row tiles. The out
+// projection (a reduction of d_k x heads) keeps one-row tiles at every batch: its
+// whole-head chunks beat the wide tiles' (Zen 5, 2 threads, harness medians: batch
+// 8 0.040 -> 0.0265 ms, 16 0.052 -> 0.042, 32 0.070 either way).
 inline void schedule_decode(const gemm_stage& g, decode_stages d, int vec, const knob_values& k) {
   const int rows = k["gemv_rows"], tasks = k["gemv_min_tasks"];
-  if (g.mid.empty() && rows > 1)
+  if (g.mid.empty() && g.r.size() == 1 && rows > 1)
     for (int cols = k["gemv_cols"]; cols >= 128; cols /= 2)
       schedule_wide_tiles(g, d,
                           g.batch_extent >= rows && g.o_extent >= tasks * cols &&

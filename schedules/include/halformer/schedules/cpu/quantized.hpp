@@ -40,6 +40,9 @@ inline std::vector<knob_decl> int8_gemm_knobs() {
       {"tile_prefetch",
        {0, 2, 4, 8},
        "decode steps: prefetch the weights of the output tile this many ahead (0: none)"},
+      {"decode_task_kib",
+       {16, 32, 64, 128, 256, 512},
+       "decode steps: at least this many KiB of weights per parallel task (heads joined)"},
   };
 }
 
@@ -113,43 +116,80 @@ struct bf16_inputs {
   }
 };
 
-// The output's tiles: `outputs` x `rows` (of t in prefill, of the batch in a decode
-// step), the last ones shifted inwards. A task owns `tiles_per_task` tiles of
-// outputs (at 32 x 4 outputs of d_model 512, 64 KiB of weight rows).
-// - Prefill (`rows_inside` false): the row tiles outside, so a row's inputs stay
-//   in L1 while the task's weight rows are read from memory once and then from
-//   L2 by each row tile.
-// - Decode (`rows_inside` true): every row of the step inside each output tile,
-//   so a tile's weight rows (2 KiB) are read once, from memory, and serve the
-//   whole batch from L1, the task's weights one sequential stream; the batch's
-//   inputs (int16, 1 KiB a row at d_model 512: <= 128 KiB at 128 rows) stay in
-//   L1/L2. With the row tiles outside, each task fetched its weights from memory
-//   during its first row tile alone, with nothing to overlap, then re-read them
-//   from L2 (Zen 3, 2 threads, logits_int8 at d_model 512, vocab 32000: batch 8
-//   2.9 -> 2.4 ms, batch 32 7.6 -> 6.6 ms (medians of interleaved rounds); prefill
-//   S = 128 x 8 the same either way).
-// - `prefetch` (decode): each output tile prefetches the weight rows of the tile
-//   that many ahead; its rows start short runs far from the previous tile's,
-//   which the hardware prefetchers pick up late (Zen 4, logits_int8 in 2 x 4
-//   tiles at batch 8: 2.8 -> 1.9-2.1 ms).
-// The innermost tile loop is named "tile" in every branch: the sums are computed there.
-inline void quantized_output(const gemm_stage& g, Halide::Stage s, const Halide::Var& rows, int outputs, int tile_rows,
-                             int tiles_per_task, bool rows_inside, int prefetch = 0) {
+// The output's tiles in prefill: `outputs` x `rows` of t, the last ones shifted
+// inwards, the row tiles outside, so a row's inputs stay in L1 while the task's
+// weight rows are read from memory once and then from L2 by each row tile. A
+// task owns `tiles_per_task` tiles of outputs (at 32 x 4 outputs of d_model 512,
+// 64 KiB of weight rows) of one head. The innermost tile loop is named "tile"
+// in every branch: the sums are computed there.
+inline void quantized_output(const gemm_stage& g, Halide::Stage s, int outputs, int tile_rows, int tiles_per_task) {
   using namespace Halide;
-  Var oo(rows_inside ? "oo" : "tile"), oi("oi"), ro(rows_inside ? "tile" : "ro"), ri("ri"), task("task");
-  const Var& other = rows.same_as(g.t) ? g.batch : g.t;
-  s.split(g.o, oo, oi, outputs, TailStrategy::ShiftInwards)
-      .split(rows, ro, ri, tile_rows, TailStrategy::ShiftInwards)
-      .split(oo, task, oo, tiles_per_task, TailStrategy::GuardWithIf);
-  std::vector<VarOrRVar> order{oi, ri, rows_inside ? ro : oo, rows_inside ? oo : ro, task};
+  Var tile("tile"), oi("oi"), ro("ro"), ri("ri"), task("task");
+  s.split(g.o, tile, oi, outputs, TailStrategy::ShiftInwards)
+      .split(g.t, ro, ri, tile_rows, TailStrategy::ShiftInwards)
+      .split(tile, task, tile, tiles_per_task, TailStrategy::GuardWithIf);
+  std::vector<VarOrRVar> order{oi, ri, tile, ro, task};
   order.insert(order.end(), g.mid.begin(), g.mid.end());
-  order.push_back(other);
+  order.push_back(g.batch);
   s.reorder(order).unroll(oi).unroll(ri);
   for (const Var& m : g.mid) // the heads of a head projection: more tasks
     s.fuse(task, m, task);
-  s.fuse(task, other, task).parallel(task);
-  if (rows_inside && prefetch > 0 && g.weights.defined())
-    s.prefetch(g.weights, oo, oo, prefetch);
+  s.fuse(task, g.batch, task).parallel(task);
+}
+
+// A decode task streams at least `decode_task_kib` of weights (and at least
+// tiles_per_task output tiles): small tasks cost their dispatch and the set-up
+// of every tile loop, and each starts its weight streams cold (Zen 5, 2 threads,
+// tasks of 32-64 KiB -> 128 KiB, harness medians: logits_int8 at batch 1 0.32 ->
+// 0.28 ms, out_projection_int8 0.011 -> 0.0066, ffn_relu_int8 0.039 -> 0.035;
+// qkv_projection_int8, a task per head (32 KiB) -> whole heads: 0.031 -> 0.018).
+// The bytes of one weight row (one output's inputs):
+inline Halide::Expr weight_row_bytes(const gemm_stage& g) {
+  Halide::Expr bytes = g.weights.defined() ? g.weights.type().bytes() : 1;
+  for (const Halide::RVar& r : g.r)
+    bytes *= r.extent();
+  return bytes;
+}
+
+// A decode step's tiles: `outputs` x `rows` of the batch, every row of the step
+// inside each output tile, so a tile's weight rows (2 KiB) are read once, from
+// memory, and serve the whole batch from L1, the task's weights one sequential
+// stream; the batch's inputs (int16, 1 KiB a row at d_model 512: <= 128 KiB at
+// 128 rows) stay in L1/L2. With the row tiles outside, each task fetched its
+// weights from memory during its first row tile alone, with nothing to overlap,
+// then re-read them from L2 (Zen 3, 2 threads, logits_int8 at d_model 512, vocab
+// 32000: batch 8 2.9 -> 2.4 ms, batch 32 7.6 -> 6.6 ms (medians of interleaved
+// rounds); prefill S = 128 x 8 the same either way). A task is a chunk of one
+// head's (or the output's) tiles, or, where a head holds less than a task's
+// bytes, a group of whole heads (whose weight rows are contiguous). Each output
+// tile prefetches the weight rows of the tile `tile_prefetch` ahead; its rows
+// start short runs far from the previous tile's, which the hardware prefetchers
+// pick up late (Zen 4, logits_int8 in 2 x 4 tiles at batch 8: 2.8 -> 1.9-2.1 ms).
+// One row's 1 x 1 tiles read their rows in order, one stream the hardware
+// follows: a prefetch there only costs (Zen 5, logits_int8 at batch 1, 2 ahead:
+// 0.28 -> 0.37 ms).
+inline void quantized_decode_output(const gemm_stage& g, Halide::Stage s, int outputs, int tile_rows,
+                                    const knob_values& k) {
+  using namespace Halide;
+  Var oo("oo"), oi("oi"), ot("ot"), tile("tile"), ri("ri"), task("task"), hg("hg"), hi("hi");
+  const Expr tile_bytes = outputs * weight_row_bytes(g), want = k["decode_task_kib"] * 1024;
+  const Expr tiles =
+      max(std::max(1, k["tiles_per_task"] * k["dot_outputs"] / outputs), (want + tile_bytes - 1) / tile_bytes);
+  s.split(g.o, oo, oi, outputs, TailStrategy::ShiftInwards)
+      .split(g.batch, tile, ri, tile_rows, TailStrategy::ShiftInwards)
+      .split(oo, ot, oo, tiles, TailStrategy::GuardWithIf);
+  if (g.mid.empty()) {
+    s.reorder(oi, ri, tile, oo, ot, g.t).fuse(ot, g.t, task);
+  } else { // heads: groups of whole heads of at most a task's bytes
+    const Expr heads = max(1, want / (g.o_extent * weight_row_bytes(g)));
+    s.split(g.mid[0], hg, hi, heads, TailStrategy::GuardWithIf)
+        .reorder(oi, ri, tile, oo, hi, ot, hg, g.t)
+        .fuse(ot, hg, task)
+        .fuse(task, g.t, task);
+  }
+  s.unroll(oi).unroll(ri).parallel(task);
+  if (k["tile_prefetch"] > 0 && tile_rows > 1 && g.weights.defined())
+    s.prefetch(g.weights, oo, oo, k["tile_prefetch"]);
 }
 
 // A decode step's tiles: the knobs' outputs x rows, then, for batches of fewer
@@ -192,6 +232,7 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   Func sums = g.acc.update().rfactor(lane, u);
   const Expr decode = g.t_extent == 1;
   // Tiles where the output and the rows have room for them, else one output and row.
+  // A decode step of one row takes 1 x 1 tiles.
   const int tasks = k["tiles_per_task"];
   struct branch {
     Expr condition;
@@ -199,14 +240,15 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
     int outputs, rows;
   };
   std::vector<branch> tiled;
-  for (const auto& [outputs, rows] : decode_tiles(O, R, target)) {
+  auto steps = decode_tiles(O, R, target);
+  steps.emplace_back(1, 1);
+  for (const auto& [outputs, rows] : steps) {
     tiled.push_back({decode && g.o_extent >= outputs && g.batch_extent >= rows, g.batch, outputs, rows});
-    quantized_output(g, g.out.specialize(tiled.back().condition), tiled.back().rows_of, outputs, rows,
-                     std::max(1, tasks * O / outputs), true, k["tile_prefetch"]);
+    quantized_decode_output(g, g.out.specialize(tiled.back().condition), outputs, rows, k);
   }
   tiled.push_back({!decode && g.o_extent >= O && g.t_extent >= R, g.t, O, R});
-  quantized_output(g, g.out.specialize(tiled.back().condition), tiled.back().rows_of, O, R, tasks, false);
-  quantized_output(g, g.out, g.t, 1, 1, tasks, false);
+  quantized_output(g, g.out.specialize(tiled.back().condition), O, R, tasks);
+  quantized_output(g, g.out, 1, 1, tasks);
   g.acc.compute_at(g.out, tile);
   // The lanes of each partial-sum vector summed by vector reductions rather than
   // 16 scalar loads and adds: a tile's int32 sums as one reduction over all its
@@ -220,12 +262,13 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   // row, the order every tile shape shares (a row's bits the same in any batch).
   if (g.acc.type() == Int(32))
     for (const branch& b : tiled)
-      g.acc.update()
-          .specialize(b.condition)
-          .atomic()
-          .vectorize(lane)
-          .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
-          .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
+      if (b.outputs * b.rows > 1)
+        g.acc.update()
+            .specialize(b.condition)
+            .atomic()
+            .vectorize(lane)
+            .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
+            .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
   g.acc.update().atomic().vectorize(lane);
   std::vector<Var> storage{u, g.o, g.t};
   storage.insert(storage.end(), g.mid.begin(), g.mid.end());
