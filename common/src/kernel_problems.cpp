@@ -300,7 +300,10 @@ std::vector<std::string> problem_kernels() {
 }
 
 // Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1 and
-// decode_wide (t = 1, batch >= 64: 65-70 rows, partial tiles and panels); widths
+// decode_wide (t = 1, batch >= 64: 65-70 rows, partial tiles and panels); decode
+// GEMMs of 150+ KiB of int8 weights, which take several of the int8 decode
+// tasks (cpu/quantized.hpp: 128 KiB each; 11 heads of 44 KiB: groups of two and
+// a partial one); widths
 // that are not multiples of any vector width, and d_k 64 and 32 (attention has
 // branches of its own for them, the head projections for 64). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
@@ -321,15 +324,15 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
         "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5", "d_model=40,vocab=333,t=1,batch=3",
-        "d_model=40,vocab=333,t=1,batch=70"}},
+        "d_model=40,vocab=333,t=1,batch=70", "d_model=512,vocab=600,t=1,batch=3"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
         "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9",
-        "d_model=260,d_ff=777,t=150,batch=1", "d_model=64,d_ff=300,t=1,batch=67"}},
+        "d_model=260,d_ff=777,t=150,batch=1", "d_model=64,d_ff=300,t=1,batch=67", "d_model=256,d_ff=700,t=1,batch=1"}},
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
         "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3",
-        "d_k=64,heads=3,t=1,batch=65"}},
+        "d_k=64,heads=3,t=1,batch=65", "d_k=64,heads=11,t=1,batch=2"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
