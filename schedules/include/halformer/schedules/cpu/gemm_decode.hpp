@@ -26,7 +26,7 @@ struct decode_stages {
 // heads, takes one head's d_k rows (64: 16 KiB of 4-vector tiles) at every
 // batch: Zen 5, 2 threads, interleaved harness medians, chunks of gemv_k (16) ->
 // d_k: batch 1 0.013 -> 0.0117 ms, 4 0.031 -> 0.019, 8 0.039-0.041 -> 0.0265,
-// 16 0.052 -> 0.042 (the multi-row tiles before: see schedule_decode).
+// 16 0.054 -> 0.042.
 inline Halide::Expr row_tile_chunk(const gemm_stage& g, int tile_floats, const knob_values& k) {
   if (g.r.size() > 1)
     return g.r[0].extent();
@@ -166,8 +166,9 @@ inline void schedule_wide_tiles(const gemm_stage& g, decode_stages d, const Hali
 
 // Every decode branch: the wide tiles' ladder, then the one-row tiles. The out
 // projection (a reduction of d_k x heads) keeps one-row tiles at every batch: its
-// whole-head chunks beat the wide tiles' (Zen 5, 2 threads, harness medians: batch
-// 8 0.040 -> 0.0265 ms, 16 0.052 -> 0.042, 32 0.070 either way).
+// whole-head chunks beat the wide tiles (Zen 5, 2 threads, harness medians, the
+// hand defaults' wide tiles -> one-row tiles: batch 8 0.037-0.045 -> 0.0265 ms,
+// 16 0.052 -> 0.042, 32 0.070 either way).
 inline void schedule_decode(const gemm_stage& g, decode_stages d, int vec, const knob_values& k) {
   const int rows = k["gemv_rows"], tasks = k["gemv_min_tasks"];
   if (g.mid.empty() && g.r.size() == 1 && rows > 1)

@@ -137,13 +137,7 @@ inline void quantized_output(const gemm_stage& g, Halide::Stage s, int outputs, 
   s.fuse(task, g.batch, task).parallel(task);
 }
 
-// A decode task streams at least `decode_task_kib` of weights (and at least
-// tiles_per_task output tiles): small tasks cost their dispatch and the set-up
-// of every tile loop, and each starts its weight streams cold (Zen 5, 2 threads,
-// tasks of 32-64 KiB -> 128 KiB, harness medians: logits_int8 at batch 1 0.32 ->
-// 0.28 ms, out_projection_int8 0.011 -> 0.0066, ffn_relu_int8 0.039 -> 0.035;
-// qkv_projection_int8, a task per head (32 KiB) -> whole heads: 0.031 -> 0.018).
-// The bytes of one weight row (one output's inputs):
+// The bytes of one weight row (one output's inputs).
 inline Halide::Expr weight_row_bytes(const gemm_stage& g) {
   Halide::Expr bytes = g.weights.defined() ? g.weights.type().bytes() : 1;
   for (const Halide::RVar& r : g.r)
@@ -159,15 +153,23 @@ inline Halide::Expr weight_row_bytes(const gemm_stage& g) {
 // weights from memory during its first row tile alone, with nothing to overlap,
 // then re-read them from L2 (Zen 3, 2 threads, logits_int8 at d_model 512, vocab
 // 32000: batch 8 2.9 -> 2.4 ms, batch 32 7.6 -> 6.6 ms (medians of interleaved
-// rounds); prefill S = 128 x 8 the same either way). A task is a chunk of one
-// head's (or the output's) tiles, or, where a head holds less than a task's
-// bytes, a group of whole heads (whose weight rows are contiguous). Each output
-// tile prefetches the weight rows of the tile `tile_prefetch` ahead; its rows
-// start short runs far from the previous tile's, which the hardware prefetchers
-// pick up late (Zen 4, logits_int8 in 2 x 4 tiles at batch 8: 2.8 -> 1.9-2.1 ms).
+// rounds); prefill S = 128 x 8 the same either way).
+// A task streams at least `decode_task_kib` of weights (and holds at least
+// tiles_per_task of the knobs' tiles): a chunk of one head's (or the output's)
+// tiles, or, where a head holds less, a group of whole heads (their weight rows
+// are contiguous). Small tasks cost their dispatch and the set-up of every tile
+// loop, and each starts its weight streams cold (Zen 5, 2 threads, harness
+// medians, tasks of 32-64 KiB -> 128 KiB: logits_int8 at batch 1 0.32 -> 0.28
+// ms, out_projection_int8 0.011 -> 0.0066, ffn_relu_int8 0.039 -> 0.035;
+// qkv_projection_int8, a task per head (32 KiB) -> four heads: 0.031 -> 0.018;
+// 64 KiB was slower for all four, 512 KiB for the head projections, 0.023 ms,
+// and within 10% for the others). Each output tile prefetches the weight rows
+// of the tile `tile_prefetch` ahead; its rows start short runs far from the
+// previous tile's, which the hardware prefetchers pick up late (Zen 4,
+// logits_int8 in 2 x 4 tiles at batch 8: 2.8 -> 1.9-2.1 ms).
 // One row's 1 x 1 tiles read their rows in order, one stream the hardware
-// follows: a prefetch there only costs (Zen 5, logits_int8 at batch 1, 2 ahead:
-// 0.28 -> 0.37 ms).
+// follows, and take no prefetch (Zen 5, logits_int8 at batch 1: 0.28 ms
+// without, 0.37 with the knobs' 2 ahead).
 inline void quantized_decode_output(const gemm_stage& g, Halide::Stage s, int outputs, int tile_rows,
                                     const knob_values& k) {
   using namespace Halide;
