@@ -131,6 +131,15 @@ public:
       throw std::logic_error("stage '" + stage_name + "' has no reduction");
     return r->second;
   }
+  // True when the contraction computed by `acc` (a stage, by identity) has an
+  // innermost reduced dimension of whole blocks (contraction_domain's `block`), so
+  // no block reads past its end: a schedule specializes on it to drop the
+  // zero-padded last block, whose gathers' addresses LLVM would otherwise compute
+  // (and spill) once per output tile. Stages without blocks always do.
+  Halide::Expr whole_blocks(const Halide::Func& acc) const {
+    auto w = whole_blocks_.find(stage_name_of({acc, {}}));
+    return w == whole_blocks_.end() ? Halide::Expr(true) : w->second;
+  }
   bool has_stage(const std::string& name) const { return stages_.count(name) != 0; }
   // A strided_input's innermost stride (for a schedule's specialize on 1).
   bool is_strided(const std::string& input) const { return inner_strides_.count(input) != 0; }
@@ -185,6 +194,7 @@ private:
   std::map<std::string, Halide::Expr> scalars_;
   std::map<std::string, lowered> stages_;
   std::map<std::string, Halide::RDom> rdoms_;
+  std::map<std::string, Halide::Expr> whole_blocks_; // by stage: see whole_blocks()
 
   // A new Func registered as stage `name` (Halide may uniquify Func::name(); the
   // registry keeps the name schedules use).
@@ -241,6 +251,8 @@ private:
     for (std::size_t i = 0; i < reduced.size(); ++i)
       at[reduced[i]] = rd[i];
     rdoms_[name] = rd;
+    if (block > 1)
+      whole_blocks_[name] = extent(reduced.at(0)) % block == 0;
     return at;
   }
   // An RDom over whole `dims`, registered under `name` (its Halide name

@@ -233,6 +233,10 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   g.acc.update().split(g.r[0], ko, kl, group * vec, TailStrategy::GuardWithIf).split(kl, lane, pair, group);
   Func sums = g.acc.update().rfactor(lane, u);
   const Expr decode = g.t_extent == 1;
+  // Tiles where the reduction is whole blocks (dsl::lowering::whole_blocks): Zen 5,
+  // 2 threads, logits_int8 at batch 8 0.62 -> 0.40 ms, batch 32 1.37 -> 1.04;
+  // other reductions take the general 1 x 1 tiles.
+  const Expr whole = ctx.whole_blocks(g.acc);
   // Tiles where the output and the rows have room for them, else one output and row.
   // A decode step of one row takes 1 x 1 tiles.
   const int tasks = k["tiles_per_task"];
@@ -245,10 +249,10 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   auto steps = decode_tiles(O, R, target);
   steps.emplace_back(1, 1);
   for (const auto& [outputs, rows] : steps) {
-    tiled.push_back({decode && g.o_extent >= outputs && g.batch_extent >= rows, g.batch, outputs, rows});
+    tiled.push_back({whole && decode && g.o_extent >= outputs && g.batch_extent >= rows, g.batch, outputs, rows});
     quantized_decode_output(g, g.out.specialize(tiled.back().condition), outputs, rows, k);
   }
-  tiled.push_back({!decode && g.o_extent >= O && g.t_extent >= R, g.t, O, R});
+  tiled.push_back({whole && !decode && g.o_extent >= O && g.t_extent >= R, g.t, O, R});
   quantized_output(g, g.out.specialize(tiled.back().condition), O, R, tasks);
   quantized_output(g, g.out, 1, 1, tasks);
   g.acc.compute_at(g.out, tile);
@@ -264,13 +268,17 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   // row, the order every tile shape shares (a row's bits the same in any batch).
   if (g.acc.type() == Int(32))
     for (const branch& b : tiled)
-      if (b.outputs * b.rows > 1)
+      if (b.outputs * b.rows > 1) {
+        g.acc.specialize(b.condition)
+            .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
+            .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
         g.acc.update()
             .specialize(b.condition)
             .atomic()
             .vectorize(lane)
             .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
             .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
+      }
   g.acc.update().atomic().vectorize(lane);
   std::vector<Var> storage{u, g.o, g.t};
   storage.insert(storage.end(), g.mid.begin(), g.mid.end());
