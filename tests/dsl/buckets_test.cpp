@@ -91,6 +91,9 @@ TEST_CASE("bucket conditions split (t, batch) into prefill, decode, decode1 and 
   CHECK(bucket_of(1, wide_decode_batch - 1) == "decode");
   CHECK(bucket_of(1, wide_decode_batch) == "decode_wide");
   CHECK(bucket_of(2, 128) == "prefill");
+  CHECK_THROWS_WITH(bucket_of(1, 0), Catch::Contains("no shape bucket holds t = 1, batch = 0"));
+  CHECK_THROWS_WITH(bucket_condition("decode2", Halide::Expr(1), Halide::Expr(8)),
+                    Catch::Contains("unknown shape bucket 'decode2'"));
   for (const auto& [tv, bv] :
        std::vector<std::pair<int, int>>{{128, 8}, {2, 1}, {1, 8}, {1, 1}, {1, 2}, {1, 63}, {1, 64}, {1, 128}, {3, 64}})
     for (const auto& name : bucket_names()) {

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,26 @@ inline std::string bucket_list() {
   return s;
 }
 
+// Whether a call of extents (t, batch) is in `bucket`: the one definition of the
+// boundaries, over int (the runtime's and the tuner's bucket_of) and over
+// Halide::Expr (the schedules' specialize() conditions, schedules/buckets.hpp).
+template <class E> auto in_bucket(const std::string& bucket, const E& t, const E& batch) {
+  if (bucket == "prefill")
+    return t > 1;
+  if (bucket == "decode")
+    return t == 1 && batch > 1 && batch < wide_decode_batch;
+  if (bucket == "decode_wide")
+    return t == 1 && batch >= wide_decode_batch;
+  if (bucket == "decode1")
+    return t == 1 && batch == 1;
+  throw std::invalid_argument("unknown shape bucket '" + bucket + "' (known: " + bucket_list() + ")");
+}
+
 inline std::string bucket_of(int t, int batch) {
-  return t > 1 ? "prefill" : batch == 1 ? "decode1" : batch >= wide_decode_batch ? "decode_wide" : "decode";
+  for (const auto& b : bucket_names())
+    if (in_bucket(b, t, batch))
+      return b;
+  throw std::invalid_argument("no shape bucket holds t = " + std::to_string(t) + ", batch = " + std::to_string(batch));
 }
 
 } // namespace halformer

@@ -35,13 +35,7 @@ using halformer::wide_decode_batch;
 
 // The condition under which a call of extents (t, batch) is in `bucket`.
 inline Halide::Expr bucket_condition(const std::string& bucket, const Halide::Expr& t, const Halide::Expr& batch) {
-  if (bucket == "prefill")
-    return t > 1;
-  if (bucket == "decode")
-    return t == 1 && batch > 1 && batch < wide_decode_batch;
-  if (bucket == "decode_wide")
-    return t == 1 && batch >= wide_decode_batch;
-  return t == 1 && batch == 1;
+  return in_bucket(bucket, t, batch);
 }
 
 // Where a schedule's directives go: the Func's own schedule (the general branch),
