@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 extern "C" {
-int halide_set_num_threads(int);
 void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
 void openblas_set_num_threads(int);
@@ -166,7 +165,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", halformer_last_error());
     return 2;
   }
-  halide_set_num_threads(threads);
+  halformer_set_num_threads(threads);
   openblas_set_num_threads(threads);
   halformer::bench::read_probe probe(threads);
   // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (set above unless given).

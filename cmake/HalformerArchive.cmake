@@ -6,7 +6,13 @@
 #   lib/libhalformer_kernels_opencl.a  OpenCL                     halformer::kernels_opencl
 #   lib/libhalformer_kernels_cuda.a    CUDA                       halformer::kernels_cuda
 # The archives share the runtime's (weak, identical) symbols, so they link together.
-add_library(halformer_isa STATIC ${HALFORMER_SOURCE_DIR}/runtime/kernels/isa.c ${HALFORMER_SOURCE_DIR}/runtime/kernels/device.c)
+# The kernels' thread pool, also linked into the tuner's harnesses so that tuning
+# times the loops models run.
+add_library(halformer_thread_pool OBJECT ${HALFORMER_SOURCE_DIR}/runtime/kernels/thread_pool.c)
+target_link_libraries(halformer_thread_pool PRIVATE Halide::Runtime)
+set_target_properties(halformer_thread_pool PROPERTIES POSITION_INDEPENDENT_CODE ON)
+add_library(halformer_isa STATIC ${HALFORMER_SOURCE_DIR}/runtime/kernels/isa.c ${HALFORMER_SOURCE_DIR}/runtime/kernels/device.c
+                                 $<TARGET_OBJECTS:halformer_thread_pool>)
 target_link_libraries(halformer_isa PRIVATE halformer_runtime ${CMAKE_DL_LIBS})
 set_target_properties(halformer_isa PROPERTIES POSITION_INDEPENDENT_CODE ON)
 

@@ -22,13 +22,13 @@
 #include "halformer/timing.hpp"
 
 #include <HalideRuntime.h>
+#include <halformer_kernels.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 extern "C" {
-int halide_set_num_threads(int);
 int candidate_argv(void**);
 const struct halide_filter_metadata_t* candidate_metadata(void);
 }
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (s.threads > 0)
-    halide_set_num_threads(s.threads);
+    halformer_set_num_threads(s.threads); // the pool models run on (thread_pool.c)
   const bool gpu = !s.device.empty();
   const candidate_call call{p, gpu};
   p.sets.push_back(candidate_call::fresh(p.make()));

@@ -7,7 +7,9 @@ get_target_property(halide_include Halide::Runtime INTERFACE_INCLUDE_DIRECTORIES
 # One measuring harness per kernel (linked with each candidate by the tuner): the
 # kernel problems (common/) compiled once, and harness.cpp naming its kernel.
 foreach (k IN LISTS HALFORMER_KERNELS)
-  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp $<TARGET_OBJECTS:halformer_problems_objects>)
+  add_library(tuner_harness_${k} STATIC ${tuner_dir}/harness.cpp $<TARGET_OBJECTS:halformer_problems_objects>
+                                        $<TARGET_OBJECTS:halformer_thread_pool>)
+  target_include_directories(tuner_harness_${k} PRIVATE ${CMAKE_SOURCE_DIR}/runtime/kernels)
   target_compile_definitions(tuner_harness_${k} PRIVATE HF_KERNEL_NAME="${k}")
   target_link_libraries(tuner_harness_${k} PRIVATE halformer::common Halide::Runtime)
   list(APPEND harnesses tuner_harness_${k})

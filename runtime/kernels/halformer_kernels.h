@@ -24,9 +24,19 @@ extern "C" {
 
 struct halide_filter_metadata_t;
 
-/* Installs the ISA selection and the error handler; reads HALFORMER_ISA.
- * Returns 0, or -1 if HALFORMER_ISA names no ISA (see halformer_last_error()). */
+/* Installs the ISA selection, the error handler and, unless
+ * halformer_set_num_threads() ran before, the thread pool with HL_NUM_THREADS
+ * threads (default: all cores); reads HALFORMER_ISA. Returns 0, or -1 if
+ * HALFORMER_ISA names no ISA (see halformer_last_error()). */
 int halformer_kernels_init(void);
+
+/* Threads of the CPU kernels' parallel loops, the caller included (0: all cores).
+ * They run on halformer's pool (thread_pool.c), whose idle workers spin for
+ * HALFORMER_SPIN_US (default 100) microseconds before they sleep, so that the
+ * short kernels of a decode step start without waking threads through the OS;
+ * HALFORMER_THREAD_POOL=halide keeps Halide's own pool. Also sets Halide's
+ * (halide_set_num_threads). Returns 0, or -1 for a count outside 0..256. */
+int halformer_set_num_threads(int threads);
 
 /* "auto", "avx512_vnni", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
  * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel

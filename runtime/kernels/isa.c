@@ -2,6 +2,7 @@
  * asks halide_can_use_target_features() for each target's feature set, most
  * specialised first; we answer "no" for sets above the forced level. */
 #include "halformer_kernels.h"
+#include "thread_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,10 @@ int halformer_force_isa(const char* isa) {
 int halformer_kernels_init(void) {
   halide_set_custom_can_use_target_features(can_use);
   halide_set_error_handler(on_error);
+  if (!halformer_thread_pool_configured()) {
+    const char* threads = getenv("HL_NUM_THREADS");
+    halformer_set_num_threads(threads ? atoi(threads) : 0);
+  }
   return halformer_force_isa(getenv("HALFORMER_ISA"));
 }
 

@@ -12,8 +12,6 @@
 #include <cstring>
 #include <thread>
 
-extern "C" int halide_set_num_threads(int n);
-
 namespace halformer {
 
 struct Model::impl {
@@ -138,8 +136,8 @@ Model Model::load(const std::string& dir, const load_options& options) {
     throw error("max_batch must be >= 1");
   if (options.max_source_length < 1 || options.max_target_length < 1)
     throw error("maximum lengths must be >= 1");
-  halide_set_num_threads(options.threads > 0 ? options.threads
-                                             : int(std::max(1u, std::thread::hardware_concurrency())));
+  halformer_set_num_threads(options.threads > 0 ? options.threads
+                                                : int(std::max(1u, std::thread::hardware_concurrency())));
   auto p = std::make_unique<impl>();
   p->options = options;
   p->config = model_config::load_dir(dir, &p->warnings);
