@@ -108,6 +108,14 @@ TEST_CASE("decode steps: one query against a cache", "[attention][decode]") {
   // is only the rest.
   for (int d_k : {20, 7})
     check_attention(case_{d_k, 1, 37, 3, 3, true, 36}, random_lengths(3, 37));
+  // Tasks of several heads (decode_heads; the test knobs: 8 from 2 rows on, 2 for
+  // one row): heads not a multiple of it (the last task overlaps the one before),
+  // fewer heads than it, constant and other d_k.
+  for (int d_k : {64, 32, 20})
+    for (int heads : {10, 9, 5, 1}) {
+      check_attention(case_{d_k, 1, 41, heads, 2, true, 40}, random_lengths(2, 41));
+      check_attention(case_{d_k, 1, 41, heads, 1, true, 40}, random_lengths(1, 41));
+    }
 }
 
 TEST_CASE("fully masked rows give zeros, not NaN", "[attention][masks]") {

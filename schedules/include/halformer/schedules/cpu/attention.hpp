@@ -15,6 +15,10 @@
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/buckets.hpp"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace halformer::schedules::cpu {
 
 inline std::vector<knob_decl> attention_knobs() {
@@ -22,26 +26,44 @@ inline std::vector<knob_decl> attention_knobs() {
       {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)", true},
       {"q_tile", {1, 2, 4, 8}, "queries per tile (unrolled in q.k)"},
       {"decode_lanes", {0, 4, 8, 16}, "partial sums per key of a decode step's q.k (0: chunked; algorithm)", true},
+      {"decode_heads", {1, 2, 4, 8}, "heads per task of a decode step, their key and value streams interleaved"},
   };
 }
 
-// Decode steps, every stage per (head, row) task. Scores 4 keys at a time, each
-// key a vector of decode_lanes partial sums across d_k (AVX2, d_k 64: 8 FMAs per
-// key into one ymm, 4 keys in flight to cover the FMA latency), then one
-// horizontal sum per key. Max and sum of the exponentials reduce decode_lanes
-// keys per vector, and p.v keeps its d_k accumulators in registers when d_k is a
-// constant (`fixed_dk`; d_k 64 on AVX2: 8 ymm, with p broadcast and V streamed once).
+// Decode steps, every stage per task of `decode_heads` heads of one row.
+// Scores 4 keys at a time, each key a vector of decode_lanes partial sums across
+// d_k (AVX2, d_k 64: 8 FMAs per key into one ymm, 4 keys in flight to cover the
+// FMA latency), then one horizontal sum per key; the task's heads take turns
+// every 4 keys, so that their key streams are read side by side. Max and sum of
+// the exponentials reduce decode_lanes keys per vector, and p.v keeps its d_k
+// accumulators in registers when d_k is a constant (`fixed_dk`; d_k 64 on AVX2:
+// 8 ymm, with p broadcast and V streamed once), for as many heads at once as
+// half the registers hold (AVX-512, d_k 64: 4 heads of 4 zmm).
+// Why several heads per task: a head's keys (and values) of one row are one
+// short stream (tk x d_k floats: 8 KiB at tk 32), which the hardware
+// prefetchers pick up late, so one stream at a time waits on memory latency.
+// Zen 5, 2 threads, d_k 64, 8 heads, harness medians of interleaved runs, 1 -> 4
+// -> 8 heads per task: batch 8, tk 32 0.042 -> 0.030 -> 0.025 ms, tk 128 0.112 ->
+// 0.101 -> 0.085; batch 32, tk 64 0.268 -> 0.208 -> 0.184; batch 1, tk 40 0.0074
+// -> 0.0056 -> 0.0078 (8 heads: one task for two cores).
 inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec,
-                             const std::vector<Halide::Expr>& fixed_dk, const bucket_scope& in) {
+                             const std::vector<std::pair<Halide::Expr, int>>& fixed_dk, const Halide::Target& target,
+                             const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
-  Var d("d_k"), hb("hb"), key("key"), l("lane"), ko("ko"), ki("ki");
+  Var d("d_k"), hb("hb"), key("key"), l("lane"), ko("ko"), ki("ki"), h("heads"), ho("ho"), hi("hi");
+  const int heads = k["decode_heads"], registers = target.has_feature(Target::AVX512) ? 32 : 16;
   auto s = [&](const char* n) { return ctx.stage(std::string("attention_direct_") + n); };
   const RDom rb = ctx.rdom("attention_direct_partial"), rl = ctx.rdom("attention_direct_lanes"),
              rk = ctx.rdom("attention_direct_keys"), rj = ctx.rdom("attention_direct_out");
   for (const char* n : {"scores", "lane_max", "max", "p", "lane_sum", "sum", "out"})
     s(n).compute_at(out, hb);
   in(s("scores")).vectorize(key, vec, TailStrategy::RoundUp);
-  in.update(s("scores")).split(key, ko, ki, 4, TailStrategy::RoundUp).reorder(rl.x, ki, ko).atomic().vectorize(rl.x);
+  in.update(s("scores"))
+      .split(key, ko, ki, 4, TailStrategy::RoundUp)
+      .split(h, ho, hi, heads, TailStrategy::GuardWithIf)
+      .reorder(rl.x, ki, hi, ko, ho)
+      .atomic()
+      .vectorize(rl.x);
   in.update(s("scores")).unroll(ki);
   s("partial").compute_at(s("scores"), ko);
   in(s("partial")).vectorize(l);
@@ -54,8 +76,16 @@ inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec
   for (const char* n : {"max", "sum"})
     in.update(s(n)).atomic().vectorize(rl.x);
   in(s("out")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  for (const Expr& dk : fixed_dk)
-    in.update(s("out")).specialize(dk).reorder(d, rj.x).vectorize(d, vec).unroll(d);
+  for (const auto& [dk, dk_value] : fixed_dk) {
+    const int together = std::clamp(registers / 2 / (dk_value / vec), 1, heads);
+    in.update(s("out"))
+        .specialize(dk)
+        .split(h, ho, hi, together, TailStrategy::GuardWithIf)
+        .reorder(d, hi, rj.x, ho)
+        .vectorize(d, vec)
+        .unroll(d)
+        .unroll(hi);
+  }
   in.update(s("out")).reorder(d, rj.x).vectorize(d, vec, TailStrategy::GuardWithIf);
 }
 
@@ -69,26 +99,44 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   auto s = [&](const char* n) { return ctx.stage(std::string("attention_") + n); };
   const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
 
-  // Directives before specialize() hold in every branch; each branch then tiles t.
-  in(out).fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
   // d_k == 64 (Transformer-base) and 32 (smaller models) get branches of their
   // own: with d_k a constant, the p.v accumulator (d_k x q_tile floats) has a
   // constant size and lives in registers (AVX-512, d_k 64: 4 x q_tile zmm) instead
   // of being loaded and stored every step. Measured (2 threads, AVX-512, tuned
   // kv_chunk 32 / q_tile 8, 8 heads, S = 512, d_k 64): 70 -> 130 GFLOP/s; (Zen 2,
   // d_k 32, 4 heads x 32 sentences of 24 tokens): 0.48 -> 0.40 ms.
-  const std::vector<Expr> fixed_dk{ctx.extent("d_k") == 64, ctx.extent("d_k") == 32};
+  const std::vector<std::pair<Expr, int>> fixed_dk{{ctx.extent("d_k") == 64, 64}, {ctx.extent("d_k") == 32, 32}};
   // Decode steps first: the direct algorithm (dsl/lower_attention.hpp selects it
   // for them). With d_k a constant its q.k loads are dense vectors (no clamp of
-  // the last lane block) and p.v's accumulators stay in registers.
-  if (k["decode_lanes"] > 0) {
-    const Expr decode = ctx.attention_takes_direct();
-    for (const Expr& dk : fixed_dk)
-      in(out).specialize(decode && dk).split(t, to, ti, 1);
-    in(out).specialize(decode).split(t, to, ti, 1);
-    attention_direct(ctx, out, vec, fixed_dk, in);
+  // the last lane block) and p.v's accumulators stay in registers. A branch of
+  // tasks of decode_heads heads (attention_direct says why) where the call has
+  // that many; its own tasks, so it is specialised before the directives below.
+  // Each branch then tiles t.
+  const Expr decode = ctx.attention_takes_direct();
+  const int heads_per_task = k["decode_heads"];
+  // One query per tile, in branches of the constant d_ks, under `condition`
+  // (undefined: the stage is already a decode step's branch).
+  auto decode_queries = [&](Stage s, const Expr& condition) {
+    for (const auto& [dk, dk_value] : fixed_dk)
+      s.specialize(condition.defined() ? condition && dk : dk).split(t, to, ti, 1);
+    (condition.defined() ? s.specialize(condition) : s).split(t, to, ti, 1);
+  };
+  if (k["decode_lanes"] > 0 && heads_per_task > 1) {
+    Var hi("hi");
+    Stage grouped = in(out).specialize(decode && ctx.extent("heads") >= heads_per_task);
+    grouped.split(h, h, hi, heads_per_task, TailStrategy::ShiftInwards)
+        .reorder(d, t, hi, h, b)
+        .fuse(h, b, hb)
+        .parallel(hb)
+        .vectorize(d, vec, TailStrategy::GuardWithIf);
+    decode_queries(grouped, Expr());
   }
-  for (const Expr& dk : fixed_dk)
+  in(out).fuse(h, b, hb).parallel(hb).vectorize(d, vec, TailStrategy::GuardWithIf);
+  if (k["decode_lanes"] > 0) {
+    decode_queries(in(out), decode);
+    attention_direct(ctx, out, vec, fixed_dk, target, k, in);
+  }
+  for (const auto& [dk, dk_value] : fixed_dk)
     in(out).specialize(dk && ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   in(out).specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   in(out).split(t, to, ti, 1);
@@ -114,7 +162,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   in.update(s("out_unnormalized")).reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
   s("chunk_out").compute_at(s("out_unnormalized"), rc.x);
   in(s("chunk_out")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  for (const Expr& dk : fixed_dk)
+  for (const auto& [dk, dk_value] : fixed_dk)
     in.update(s("chunk_out")).specialize(dk).reorder(d, t, rk.x).vectorize(d, vec).unroll(d).unroll(t);
   in.update(s("chunk_out")).reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
 }
