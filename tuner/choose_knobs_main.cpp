@@ -1,8 +1,10 @@
 // Build step: chooses the knob file the CPU kernels are built with and says which.
 //   halformer_choose_knobs GIVEN TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE
 // In order: GIVEN (HALFORMER_KNOB_FILE), if not empty; else this hardware's knob
-// file in TUNED_DIR, as `halformer tune` wrote it; else DEFAULT_KNOBS with this
-// machine's records in DB_DIR at the transformer-base shapes (export_knobs.hpp).
+// file in TUNED_DIR, as `halformer tune` wrote it, if written for the current
+// schedule revisions (a schedule changed since may take other knobs); else
+// DEFAULT_KNOBS with this machine's records in DB_DIR at the transformer-base
+// shapes (export_knobs.hpp).
 // OUT_FILE is rewritten only when its content changes (kernels rebuild then).
 #include "export_knobs.hpp"
 #include "halformer/error.hpp"
@@ -11,7 +13,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace {
 using namespace halformer::tuner;
@@ -31,6 +36,24 @@ int tuned_sets(const nlohmann::json& j) {
     for (const auto& [k, v] : j.items())
       n += k == "_why" && v.is_string() && v.get<std::string>().rfind("tuned on", 0) == 0 ? 1 : tuned_sets(v);
   return n;
+}
+
+// The knob sections whose schedule revision differs from the one a tuned knob
+// file was written for (every section if it names none: written before files did).
+std::vector<std::string> stale_sections(const std::string& path, const std::map<std::string, int>& revisions) {
+  std::map<std::string, int> written;
+  try {
+    const auto j = nlohmann::json::parse(read_text(path));
+    if (j.contains("_source") && j["_source"].contains("revisions"))
+      written = j["_source"]["revisions"].get<std::map<std::string, int>>();
+  } catch (const std::exception&) { // not JSON: use_file says so
+    return {};
+  }
+  std::vector<std::string> stale;
+  for (const auto& [section, revision] : revisions)
+    if (!written.count(section) || written.at(section) != revision)
+      stale.push_back(section);
+  return stale;
 }
 
 std::string measured_on(const nlohmann::json& j) {
@@ -69,16 +92,22 @@ int main(int argc, char** argv) {
     if (!given.empty())
       return use_file(given, "HALFORMER_KNOB_FILE", out), 0;
     const std::string own = tuned_dir + "/" + hw.slug() + ".json";
-    if (fs::exists(own))
-      return use_file(own, "this hardware's tuned knob file", out), 0;
     const auto cat = catalog::from_json_files(argv[6], argv[5]);
+    if (fs::exists(own)) {
+      const auto stale = stale_sections(own, cat.revisions);
+      if (stale.empty())
+        return use_file(own, "this hardware's tuned knob file", out), 0;
+      std::printf("schedules: %s was written for other schedule revisions (%s%s): not used\n", own.c_str(),
+                  stale.front().c_str(), stale.size() > 1 ? " and more" : "");
+    }
     const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
                                 cat.bucket_plans(), cat.algorithm_knobs);
     for (const auto& u : r.unplanned)
       std::printf("schedules: no knob set for the bucket of %s: it runs the section's values\n", u.c_str());
-    std::printf("schedules: knob file %s (no %s for this hardware; hand defaults %s with its records in %s): %zu "
+    const std::string why_not_own = (fs::exists(own) ? "stale " : "no ") + own + " for this hardware";
+    std::printf("schedules: knob file %s (%s; hand defaults %s with its records in %s): %zu "
                 "tuned knob sets%s\n",
-                out.c_str(), own.c_str(), defaults.c_str(), db_dir.c_str(), r.tuned.size(),
+                out.c_str(), why_not_own.c_str(), defaults.c_str(), db_dir.c_str(), r.tuned.size(),
                 r.tuned.empty() ? " (hand defaults everywhere)" : "");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "halformer_choose_knobs: %s\n", e.what());

@@ -167,7 +167,8 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
   knobs["_source"] = {{"hardware", hw.key()},
                       {"base", std::filesystem::path(base_knob_file).filename().string()},
                       {"shapes", shapes.size()},
-                      {"tuned_sets", report.tuned.size()}};
+                      {"tuned_sets", report.tuned.size()},
+                      {"revisions", revisions}};
   write_if_changed(out_file, knobs.dump(2) + "\n");
   return report;
 }

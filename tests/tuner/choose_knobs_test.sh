@@ -17,18 +17,30 @@ grep -q "hand defaults everywhere" <<<"$out" || fail "no tuned file, no records:
 own=$(grep -o "no [^ ]*\.json for this hardware" <<<"$out" | cut -d' ' -f2)
 [[ $own == "$tmp/tuned/"*.json ]] || fail "this hardware's knob file path: '$own'"
 
-# This hardware's tuned file (as tune writes it) is taken as it is.
-/usr/bin/python3 - "$defaults" "$own" <<'PY'
+# This hardware's tuned file (as tune writes it) is taken as it is, if written for
+# the current schedule revisions; else this machine's records are exported.
+tuned_file() { # tuned_file CHANGED_SECTION: the file, its revision of that section changed ("": none)
+  /usr/bin/python3 - "$defaults" "$own" "$share/knob_spaces.json" "$1" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 j["layernorm"]["avx2"]["rows_per_task"] = 2
 j["layernorm"]["avx2"]["_why"] = "tuned on this machine at batch=3,d_model=64,t=1: 0.001 ms"
-j["_source"] = {"hardware": "this one"}
+revisions = json.load(open(sys.argv[3]))["_revisions"]
+if sys.argv[4]:
+    revisions[sys.argv[4]] += 1
+j["_source"] = {"hardware": "this one", "revisions": revisions}
 json.dump(j, open(sys.argv[2], "w"))
 PY
+}
+tuned_file ""
 out=$(run "") || fail "tuned file: $out"
 grep -q "this hardware's tuned knob file): 1 tuned knob sets" <<<"$out" || fail "tuned file: '$out'"
 cmp -s "$own" "$tmp/out.json" || fail "the chosen file is not this hardware's"
+tuned_file attention
+out=$(run "") || fail "stale tuned file: $out"
+grep -q "written for other schedule revisions (attention)" <<<"$out" || fail "stale tuned file: '$out'"
+grep -q "stale .* for this hardware; .*hand defaults everywhere" <<<"$out" || fail "stale tuned file's fallback: '$out'"
+tuned_file ""
 
 # An explicit file wins over it.
 out=$(run "$defaults") || fail "explicit file: $out"
