@@ -3,22 +3,12 @@
  * softmax against values computed here in double, the same LayerNorm looked up
  * by name and called with its arguments placed by their names, an out-of-range
  * token id, a shape error, and an unknown ISA name, each with its message. */
+#include "expect.h"
 #include "hf_all.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                         \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-      ++failures;                                                                                                      \
-    }                                                                                                                  \
-  } while (0)
 
 /* A dense halide_buffer_t over `data` with extents e[0..dims) (dim 0 innermost). */
 static halide_buffer_t make_buffer(void* data, halide_dimension_t* dim, const int* e, int dims, int is_int) {

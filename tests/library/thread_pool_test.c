@@ -5,6 +5,7 @@
  * tasks, sleeping workers wake (HALFORMER_SPIN_US=0), and HALFORMER_THREAD_POOL=halide
  * runs Halide's pool. Plain C against the archive, as users link it. */
 #define _GNU_SOURCE /* usleep, setenv */
+#include "expect.h"
 #include "halformer_kernels.h"
 
 #include <pthread.h>
@@ -14,17 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures = 0;
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      printf("FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                         \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-      ++failures;                                                                                                      \
-    }                                                                                                                  \
-  } while (0)
 
 enum { max_tasks = 1000 };
 

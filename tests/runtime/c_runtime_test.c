@@ -3,23 +3,13 @@
  * exact tokens are checked by parity_test against the float64 reference), run
  * forward, see errors reported with messages, and translate from several threads
  * at once on one model (the same results as one after another). */
+#include "../library/expect.h"
 #include "halformer/halformer.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      printf("FAILED line %d: %s: ", __LINE__, #cond);                                                                 \
-      printf(__VA_ARGS__);                                                                                             \
-      printf("\n");                                                                                                    \
-      ++failures;                                                                                                      \
-    }                                                                                                                  \
-  } while (0)
 
 /* One thread's call: beam 3 over two sentences, into its own outputs. */
 enum { THREAD_MAX_LEN = 10 };
