@@ -48,7 +48,7 @@ struct loop_pool {
   int started;         /* workers created (under `owner`) */
   uint32_t generation; /* the caller's (under `owner`) */
   pthread_mutex_t owner;
-  long spin_ns;
+  _Atomic long spin_ns;
 };
 
 static struct loop_pool pool = {.owner = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 100000};
@@ -105,12 +105,13 @@ static int run_one_task(void) {
   }
 }
 
-/* Waits for the next loop: spins for spin_ns, then sleeps on `wake`. */
-static void wait_for_loop(uint32_t seen) {
+/* Waits for the next loop: spins for spin_ns (0: a worker beyond the wanted
+ * count), then sleeps on `wake`. */
+static void wait_for_loop(uint32_t seen, long spin_ns) {
   const long start = now_ns();
   for (int spins = 1; atomic_load_explicit(&pool.wake, memory_order_acquire) == seen; ++spins) {
     cpu_relax();
-    if (spins % 64 == 0 && now_ns() - start > pool.spin_ns) {
+    if (spins % 64 == 0 && now_ns() - start > spin_ns) {
       atomic_fetch_add(&pool.sleepers, 1);
       futex_wait(&pool.wake, seen); /* returns at once if a loop came meanwhile */
       atomic_fetch_sub(&pool.sleepers, 1);
@@ -122,10 +123,11 @@ static void* worker(void* arg) {
   const int number = (int)(intptr_t)arg; /* 1, 2, ...: the caller is 0 */
   uint32_t seen = atomic_load(&pool.wake);
   for (;;) {
-    if (number < atomic_load_explicit(&pool.threads, memory_order_relaxed))
+    const int wanted = number < atomic_load_explicit(&pool.threads, memory_order_relaxed);
+    if (wanted)
       while (run_one_task())
         ;
-    wait_for_loop(seen);
+    wait_for_loop(seen, wanted ? atomic_load_explicit(&pool.spin_ns, memory_order_relaxed) : 0);
     seen = atomic_load(&pool.wake);
   }
   return NULL;
@@ -164,7 +166,8 @@ static void wait_for_tasks(uint64_t generation, int size) {
     if (done == target)
       return;
     cpu_relax();
-    if (spins % 64 == 0 && now_ns() - start > pool.spin_ns) { /* long tasks: sleep */
+    if (spins % 64 == 0 && now_ns() - start > atomic_load_explicit(&pool.spin_ns, memory_order_relaxed)) {
+      /* long tasks: sleep */
       atomic_store(&pool.caller_sleeping, 1);
       if (atomic_load(&pool.done) == done)
         futex_wait(&pool.done, done);
@@ -233,7 +236,7 @@ int halformer_set_num_threads(int threads) {
   }
   const char* spin = getenv("HALFORMER_SPIN_US");
   if (spin && *spin)
-    pool.spin_ns = atol(spin) * 1000L;
+    atomic_store(&pool.spin_ns, atol(spin) * 1000L);
   halide_set_custom_do_par_for(pool_do_par_for);
   return 0;
 }
