@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 namespace halformer {
 
@@ -136,8 +135,8 @@ Model Model::load(const std::string& dir, const load_options& options) {
     throw error("max_batch must be >= 1");
   if (options.max_source_length < 1 || options.max_target_length < 1)
     throw error("maximum lengths must be >= 1");
-  halformer_set_num_threads(options.threads > 0 ? options.threads
-                                                : int(std::max(1u, std::thread::hardware_concurrency())));
+  if (halformer_set_num_threads(options.threads) != 0) // 0: all cores
+    throw error("threads must be at most 256, not " + std::to_string(options.threads));
   auto p = std::make_unique<impl>();
   p->options = options;
   p->config = model_config::load_dir(dir, &p->warnings);

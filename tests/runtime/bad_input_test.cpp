@@ -155,3 +155,11 @@ TEST_CASE("bad token input names the sentence, position and id", "[bad_input][to
   m.begin({{3, 4}});
   CHECK_THROWS_WITH(m.decode_step({1, 1}), Contains("2 tokens for 1 sentences"));
 }
+
+TEST_CASE("a thread count outside 0..256 is an error naming it", "[bad_input][threads]") {
+  halformer::load_options lo;
+  lo.threads = 300;
+  CHECK_THROWS_WITH(Model::load(good, lo), Contains("threads must be at most 256, not 300"));
+  lo.threads = -1;
+  CHECK_THROWS_WITH(Model::load(good, lo), Contains("threads must be >= 0"));
+}
