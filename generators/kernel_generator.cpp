@@ -55,7 +55,7 @@ public:
       if (a.dims.empty())
         scalars_.push_back(add_scalar(a));
       else
-        buffers_.push_back(add_input<Buffer<>>(a.name, halide_type(a.type), int(a.dims.size())));
+        buffers_.push_back(add_input<Buffer<>>(a.name, halide_type(a.type), a.rank()));
     for (const auto& a : interface_.outputs)
       outputs_.push_back(add_output<Buffer<>>(a.name, halide_type(a.type), int(a.dims.size())));
   }

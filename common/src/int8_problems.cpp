@@ -1,9 +1,10 @@
 // The int8 kernels' measuring problems (kernel_problems.cpp has the others): int8
-// weights in the dot-product layout with one step per output, as the loader
+// GEMM weights in panels (dsl/panels.hpp) with one step per output, as the loader
 // quantizes them, verified against a float64 evaluation of the exact quantized
 // arithmetic (halformer/reference).
 #include "int8_problems.hpp"
 
+#include "halformer/dsl/panels.hpp"
 #include "halformer/reference/bfloat16.hpp"
 
 #include <cmath>
@@ -38,6 +39,16 @@ template <class T, class Value> ref::tensor dot_weight_to_ref(const Buffer<T>& w
 ref::tensor int8_weight_to_ref(const i8b& w, int row_dims) {
   return dot_weight_to_ref(w, row_dims, [](int8_t v) { return double(v); });
 }
+ref::tensor int8_panels_to_ref(const i8b& packed, const std::vector<int>& dims, int inputs) {
+  return int8_weight_to_ref(dsl::panels::unpack<i8b>(packed, dims, inputs), inputs);
+}
+
+namespace {
+// A random int8 GEMM weight of logical extents `dims`, stored in panels as the kernels take it.
+i8b random_int8_panels(const std::vector<int>& dims, int inputs) {
+  return dsl::panels::pack<i8b>(random_int8_weight(dims, inputs), inputs);
+}
+} // namespace
 ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims) {
   return dot_weight_to_ref(w, row_dims, [](uint16_t v) { return double(ref::bf16_value(v)); });
 }
@@ -50,11 +61,11 @@ problem logits(shape_args& s) {
   p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), int8_steps({V}, D), random({V}, 0.1f), fb(V, T, B)}};
-    c.i8.push_back(random_int8_weight({D, V}, 1));
+    c.i8.push_back(random_int8_panels({D, V}, 1));
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = ref::to_ref(c.i8[0]), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    const auto w = int8_panels_to_ref(c.i8[0], {D, V}, 1), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[3], ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
   };
@@ -76,7 +87,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
-      c.f.push_back(int8_steps({DK, H}, D)), c.i8.push_back(random_int8_weight({D, DK, H}, 1));
+      c.f.push_back(int8_steps({DK, H}, D)), c.i8.push_back(random_int8_panels({D, DK, H}, 1));
     for (int k = 0; k < n; ++k)
       c.f.push_back(random({DK, H}, 0.1f));
     for (int k = 0; k < n; ++k)
@@ -85,7 +96,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   };
   p.verify = [=](call_set& c, error_meter& m) {
     for (int k = 0; k < n; ++k) {
-      const auto w = int8_weight_to_ref(c.i8[k], 1), steps = ref::to_ref(c.f[1 + k]),
+      const auto w = int8_panels_to_ref(c.i8[k], {D, DK, H}, 1), steps = ref::to_ref(c.f[1 + k]),
                  bias = ref::to_ref(c.f[1 + n + k]);
       const fb& out = c.f[1 + 2 * n + k];
       for (auto [t, b] : sample_rows(T, B))
@@ -105,11 +116,11 @@ problem out_projection(shape_args& s) {
   p.f_names = {"a", "w_step", "b", "residual", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), int8_steps({D}, D), random({D}, 0.1f), random({D, T, B}, 1), fb(D, T, B)}};
-    c.i8.push_back(random_int8_weight({DK, H, D}, 2));
+    c.i8.push_back(random_int8_panels({DK, H, D}, 2));
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = int8_weight_to_ref(c.i8[0], 2), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    const auto w = int8_panels_to_ref(c.i8[0], {DK, H, D}, 2), steps = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
     for (auto [t, b] : sample_rows(T, B)) {
       const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
       compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::quantized_linear(a, w, steps, bias)), t, b, m);
@@ -129,11 +140,11 @@ problem ffn(shape_args& s, ref::activation act) {
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({D, T, B}, 1), int8_steps({F}, D), random({F}, 0.1f), int8_steps({D}, F),
                 random({D}, 0.1f), fb(D, T, B)}};
-    c.i8 = {random_int8_weight({D, F}, 1), random_int8_weight({F, D}, 1)};
+    c.i8 = {random_int8_panels({D, F}, 1), random_int8_panels({F, D}, 1)};
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w1 = int8_weight_to_ref(c.i8[0], 1), w2 = int8_weight_to_ref(c.i8[1], 1);
+    const auto w1 = int8_panels_to_ref(c.i8[0], {D, F}, 1), w2 = int8_panels_to_ref(c.i8[1], {F, D}, 1);
     const auto s1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), s2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
     for (auto [t, b] : sample_rows(T, B)) {
       const auto want = ref::quantized_ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, s1, b1, w2, s2, b2, act);

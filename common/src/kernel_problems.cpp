@@ -302,15 +302,15 @@ std::vector<std::string> problem_kernels() {
 // Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1 and
 // decode_wide (t = 1, batch >= 64: 65-70 rows, partial tiles and panels); decode
 // GEMMs of 150+ KiB of int8 weights, which take several of the int8 decode
-// tasks (cpu/quantized.hpp: 128 KiB each; 11 heads of 44 KiB: groups of two and
+// tasks (cpu/panels.hpp: 128 KiB each; 11 heads of 44 KiB: groups of two and
 // a partial one); widths
 // that are not multiples of any vector width, and d_k 64 and 32 (attention has
 // branches of its own for them, the head projections for 64). Decode outputs of 300+ features
 // at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
 // tasks, the last shifted inwards, a partial row tile) wherever the knob set's
 // gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2); batch
-// 3 reaches the int8 decode tiles of half the knobs' rows (cpu/quantized.hpp
-// decode_tiles: logits_int8's 2 x 4 on AVX2 becomes 4 x 2); and
+// 3 reaches the int8 decode tiles of fewer rows than the knobs' (cpu/panels.hpp
+// panel_tile_rows), outputs of 7-47 features partial panels and panel groups; and
 // the panels over the batch rows where a knob set's panel is that short (the
 // bucket test's decode sets: 6 rows; tests/kernels/batch_invariance_test.cpp
 // reaches the hand defaults' 128);

@@ -12,6 +12,13 @@
  * signatures; their buffers live on the device between calls (Halide copies host
  * data over when host_dirty is set and leaves outputs device_dirty: call
  * halide_copy_to_host() before reading them).
+ * The int8 GEMM kernels (*_int8 but the embedding) take their weight in panels:
+ * a weight of logical extents (in0, in1..., out0, out1...) (PyTorch's [out][in]
+ * rows: in0 fastest) is a dense int8 buffer of extents
+ *   (4, 16, ceil(in0 / 4), in1..., 4 * ceil(out0 / 64), out1...)
+ * holding w(i, ..., o, ...) at (i % 4, o % 16, i / 4, ..., o / 16, ...) and zeros
+ * elsewhere: 16 outputs' runs of 4 consecutive inputs, what one vpdpbusd
+ * multiplies (halformer/dsl/panels.hpp, pack()).
  * Plain C; needs no Halide installation (HalideRuntime.h ships beside this header). */
 #ifndef HALFORMER_KERNELS_H
 #define HALFORMER_KERNELS_H

@@ -129,7 +129,7 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
       } catch (const error& e) {
         throw error(where + ", argument '" + o.formal + "': " + e.what());
       }
-      const int rank = int(o.dims.size());
+      const int rank = o.rank();
       specs.push_back(rank == 0     ? scalar_arg(o.formal, argument_type(o.type))
                       : o.is_output ? output_arg(o.formal, argument_type(o.type), rank)
                                     : input_arg(o.formal, argument_type(o.type), rank));

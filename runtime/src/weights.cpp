@@ -1,6 +1,7 @@
 #include "weights.hpp"
 
 #include "halformer/dsl/gemm_steps.hpp"
+#include "halformer/dsl/panels.hpp"
 #include "halformer/error.hpp"
 #include "halformer/reference/bfloat16.hpp"
 #include "halformer/weight_layout.hpp"
@@ -78,13 +79,20 @@ std::vector<bool> inputs_first(std::size_t rank, int inputs) {
   return is_input;
 }
 
+// GEMM weights are stored in panels (dsl/panels.hpp), as the int8 GEMM kernels
+// read them; embedding tables in the dot-product layout.
+enum class int8_storage { panels, rows };
 void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
-                   const std::string& name) {
+                   const std::string& name, int8_storage storage) {
   int in = 1;
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
   const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
-  into[name] = gemm_layout(gemm_weight<int8_t>(dims, inputs), q.values.data(), inputs_first(dims.size(), inputs));
+  auto rows = gemm_layout(gemm_weight<int8_t>(dims, inputs), q.values.data(), inputs_first(dims.size(), inputs));
+  if (storage == int8_storage::panels)
+    into[name] = dsl::panels::pack<Halide::Runtime::Buffer<int8_t>>(rows, inputs);
+  else
+    into[name] = rows;
   fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;
@@ -111,7 +119,7 @@ struct gemm_shape {
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
   if (type == gemm_weights::int8) {
-    add_int8_rows(w, s.int8_dims, s.int8_inputs, into, name);
+    add_int8_rows(w, s.int8_dims, s.int8_inputs, into, name, int8_storage::panels);
     return;
   }
   if (type == gemm_weights::bfloat16) {
@@ -240,8 +248,8 @@ void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, 
 }
 
 // PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order; int8
-// tables are quantized per token's row, as a GEMM weight's output rows (so a
-// generator tied to the table shares it).
+// tables are quantized per token's row, as a GEMM weight's output rows (the
+// generator's int8 weight holds the same values in panels).
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
 
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
@@ -259,7 +267,7 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
   r.repacked(name, int8 ? "int8 rows" : "float32 table", into, name, [&](layer_tensors& one) {
     const auto e = r.read(name, {vocab, d});
     if (int8) {
-      add_int8_rows(e, {d, vocab}, 1, one, "");
+      add_int8_rows(e, {d, vocab}, 1, one, "", int8_storage::rows);
       return;
     }
     fbuffer b(d, vocab);
@@ -268,12 +276,13 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
   });
 }
 
-// The generator's weight, shared with the target table where tied: int8, the same
-// rows and steps; float32, the table is a transposed view of it (embedding_table);
+// The generator's weight: float32, shared with the target table where tied (the
+// table is a transposed view of it, embedding_table); int8, the table's values
+// and steps again, in panels;
 // bfloat16, a table of its own (float32, as the embedding kernel reads it).
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
-  const char* layout = type == gemm_weights::int8       ? "int8 rows"
+  const char* layout = type == gemm_weights::int8       ? "int8 panels"
                        : type == gemm_weights::bfloat16 ? "bfloat16 rows"
                                                         : "float32 generator";
   r.repacked("generator.weight", layout, into, "generator.weight", [&](layer_tensors& one) {

@@ -6,8 +6,8 @@
 // (d_k, heads, d_model). int8 GEMMs (dsl/gemm_steps.hpp): every GEMM weight is
 // quantized per output row (step max |w| / 127, values rounded half to even) and
 // kept in PyTorch's row order, the dot-product layout ((d_model, d_k, heads) for a
-// head projection), its steps under "<name>.step"; only the int8 values stay
-// resident. int8 embedding tables are quantized per token (a step per entry).
+// head projection), stored in panels (dsl/panels.hpp), its steps under
+// "<name>.step"; only the int8 values stay resident. int8 embedding tables are quantized per token (a step per entry).
 // bfloat16 GEMMs: every GEMM weight rounded to bfloat16 (nearest even) in the
 // int8 layout, no steps; embedding tables stay float32 (a tied generator is then
 // held twice: float32 table, bfloat16 rows). Biases and norms stay float32.

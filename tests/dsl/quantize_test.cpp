@@ -39,21 +39,45 @@ std::uint32_t test_seed() {
   return std::random_device{}();
 }
 
-// The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, w_step, b).
+// The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, w_step, b),
+// w a plain int8 input or stored in panels (dsl/panels.hpp), its products as int16
+// pairs or byte quads (the lowering's two forms; both are plain arithmetic, any
+// host runs them).
+enum class weights { rows, panels_pairs, panels_quads };
 struct quantized_pipeline {
-  Halide::ImageParam x_in{Halide::Float(32), 3, "x"}, w_in{Halide::Int(8), 2, "w"},
-      s_in{Halide::Float(32), 1, "w_step"}, b_in{Halide::Float(32), 1, "b"};
+  weights layout;
+  Halide::ImageParam x_in{Halide::Float(32), 3, "x"}, w_in, s_in{Halide::Float(32), 1, "w_step"},
+      b_in{Halide::Float(32), 1, "b"};
   lowering ctx;
   lowered out;
-  quantized_pipeline() {
+  explicit quantized_pipeline(weights l = weights::rows)
+      : layout(l), w_in(Halide::Int(8), l == weights::rows ? 2 : 4, "w") {
     auto x = input("x", shape(d_model, t, batch));
-    auto w = input("w", shape(d_model, d_ff), i8);
     auto s = input("w_step", shape(d_ff));
     auto b = input("b", shape(d_ff));
-    ctx.bind(x, x_in), ctx.bind(w, w_in), ctx.bind(s, s_in), ctx.bind(b, b_in);
-    out = ctx.lower(quantized_linear("y", x, w, s, b));
+    ctx.int8_quads = l == weights::panels_quads;
+    ctx.bind(x, x_in), ctx.bind(s, s_in), ctx.bind(b, b_in);
+    if (l == weights::rows) {
+      auto w = input("w", shape(d_model, d_ff), i8);
+      ctx.bind(w, w_in);
+      out = ctx.lower(quantized_linear("y", x, w, s, b));
+    } else {
+      auto w = panel_input("w", shape(d_model, d_ff), 1);
+      ctx.bind(w, w_in);
+      out = ctx.lower(quantized_linear("y", x, w, s, b));
+    }
+  }
+  void set_weights(const Halide::Buffer<int8_t>& wb) {
+    if (layout == weights::rows)
+      w_in.set(wb);
+    else
+      w_in.set(panels::pack<Halide::Buffer<int8_t>>(wb, 1));
   }
 };
+constexpr std::array all_layouts{weights::rows, weights::panels_pairs, weights::panels_quads};
+const char* layout_name(weights l) {
+  return l == weights::rows ? "plain int8 weights" : l == weights::panels_pairs ? "panels, pairs" : "panels, quads";
+}
 
 // A row's int8 values as the DSL defines them, in float32 (round half to even).
 std::vector<int> quantize_row(const Halide::Buffer<float>& x, int t, int b) {
@@ -78,7 +102,8 @@ void check_quantized(quantized_pipeline& p, const Halide::Buffer<float>& xb, con
                      const Halide::Buffer<float>& sb, const Halide::Buffer<float>& bb) {
   REQUIRE(std::fegetround() == FE_TONEAREST);
   const int D = xb.dim(0).extent(), T = xb.dim(1).extent(), B = xb.dim(2).extent(), F = wb.dim(1).extent();
-  p.x_in.set(xb), p.w_in.set(wb), p.s_in.set(sb), p.b_in.set(bb);
+  p.x_in.set(xb), p.s_in.set(sb), p.b_in.set(bb);
+  p.set_weights(wb);
   Halide::Buffer<int8_t> q = p.ctx.stage("y_x").realize({D, T, B});
   Halide::Buffer<int32_t> acc = p.ctx.stage("y").realize({F, T, B});
   Halide::Buffer<float> got = p.out.f.realize({F, T, B});
@@ -107,21 +132,22 @@ TEST_CASE("quantized_linear computes the stated int8 arithmetic exactly", "[dsl]
   const std::uint32_t seed = test_seed();
   INFO("seed " << seed << " (HALFORMER_TEST_SEED=" << seed << " replays it)");
   std::mt19937 rng(seed);
-  quantized_pipeline p;
-  for (auto [D, F, T, B] : {std::array{333, 7, 5, 3}, std::array{1, 1, 1, 1}, std::array{64, 33, 1, 8}}) {
-    INFO("d_model " << D << ", d_ff " << F << ", t " << T << ", batch " << B);
-    Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
-    Halide::Buffer<int8_t> wb(D, F);
-    std::normal_distribution<float> n;
-    std::uniform_int_distribution<int> w8(-127, 127);
-    xb.for_each_value([&](float& v) { v = n(rng); });
-    wb.for_each_value([&](int8_t& v) { v = int8_t(w8(rng)); });
-    sb.for_each_value([&](float& v) { v = std::abs(n(rng)) / 127.0f; });
-    bb.for_each_value([&](float& v) { v = n(rng); });
-    for (int i = 0; i < D; ++i)
-      xb(i, 0, B - 1) = 0.0f; // a zero row: step 0, all-zero values, the bias alone
-    check_quantized(p, xb, wb, sb, bb);
-  }
+  for (weights layout : all_layouts)
+    for (auto [D, F, T, B] : {std::array{333, 7, 5, 3}, std::array{1, 1, 1, 1}, std::array{64, 33, 1, 8}}) {
+      INFO(layout_name(layout) << ", d_model " << D << ", d_ff " << F << ", t " << T << ", batch " << B);
+      quantized_pipeline p(layout);
+      Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
+      Halide::Buffer<int8_t> wb(D, F);
+      std::normal_distribution<float> n;
+      std::uniform_int_distribution<int> w8(-127, 127);
+      xb.for_each_value([&](float& v) { v = n(rng); });
+      wb.for_each_value([&](int8_t& v) { v = int8_t(w8(rng)); });
+      sb.for_each_value([&](float& v) { v = std::abs(n(rng)) / 127.0f; });
+      bb.for_each_value([&](float& v) { v = n(rng); });
+      for (int i = 0; i < D; ++i)
+        xb(i, 0, B - 1) = 0.0f; // a zero row: step 0, all-zero values, the bias alone
+      check_quantized(p, xb, wb, sb, bb);
+    }
 }
 
 TEST_CASE("quantization rounds half to even and never yields -128", "[dsl][int8]") {
@@ -135,7 +161,8 @@ TEST_CASE("quantization rounds half to even and never yields -128", "[dsl][int8]
   for (int i = 0; i < D; ++i)
     xb(i, 0, 0) = row[std::size_t(i)], wb(i, 0) = 1;
   sb(0) = 1.0f, bb(0) = 0.0f;
-  p.x_in.set(xb), p.w_in.set(wb), p.s_in.set(sb), p.b_in.set(bb);
+  p.x_in.set(xb), p.s_in.set(sb), p.b_in.set(bb);
+  p.set_weights(wb);
   Halide::Buffer<int8_t> q = p.ctx.stage("y_x").realize({D, 1, 1});
   for (int i = 0; i < D; ++i)
     CHECK(int(q(i, 0, 0)) == want[std::size_t(i)]);
@@ -146,19 +173,22 @@ TEST_CASE("quantization rounds half to even and never yields -128", "[dsl][int8]
 // so no int16 step of any x86 lowering can saturate, and int32 holds the sum of
 // 133000 of them. The extremes: every product +-127^2, all of one sign.
 TEST_CASE("int8 accumulation at the extremes neither saturates nor overflows", "[dsl][int8]") {
-  quantized_pipeline p;
-  const int D = 4099, F = 17, T = 3, B = 1; // odd lengths: no whole number of vectors or pairs
-  Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
-  Halide::Buffer<int8_t> wb(D, F);
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < D; ++i)
-      xb(i, t, 0) = t == 1 ? -3.0f : 3.0f; // quantizes to +-127 throughout
-  for (int o = 0; o < F; ++o)
-    for (int i = 0; i < D; ++i)
-      wb(i, o) = int8_t(o % 2 ? -127 : 127);
-  sb.fill(1.0f / 127), bb.fill(0.0f);
-  check_quantized(p, xb, wb, sb, bb);
-  Halide::Buffer<int32_t> acc = p.ctx.stage("y").realize({F, T, B});
-  CHECK(acc(0, 0, 0) == D * 127 * 127);
-  CHECK(acc(1, 0, 0) == -D * 127 * 127);
+  for (weights layout : all_layouts) {
+    INFO(layout_name(layout));
+    quantized_pipeline p(layout);
+    const int D = 4099, F = 17, T = 3, B = 1; // odd lengths: no whole number of vectors or pairs
+    Halide::Buffer<float> xb(D, T, B), sb(F), bb(F);
+    Halide::Buffer<int8_t> wb(D, F);
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < D; ++i)
+        xb(i, t, 0) = t == 1 ? -3.0f : 3.0f; // quantizes to +-127 throughout
+    for (int o = 0; o < F; ++o)
+      for (int i = 0; i < D; ++i)
+        wb(i, o) = int8_t(o % 2 ? -127 : 127);
+    sb.fill(1.0f / 127), bb.fill(0.0f);
+    check_quantized(p, xb, wb, sb, bb);
+    Halide::Buffer<int32_t> acc = p.ctx.stage("y").realize({F, T, B});
+    CHECK(acc(0, 0, 0) == D * 127 * 127);
+    CHECK(acc(1, 0, 0) == -D * 127 * 127);
+  }
 }

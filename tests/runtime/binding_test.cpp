@@ -190,7 +190,7 @@ TEST_CASE("every compiled kernel's arguments are its DSL interface, in order", "
         const halide_filter_argument_t& got = md->arguments[i];
         INFO("argument " << i << " '" << got.name << "'");
         CHECK(std::string(got.name) == a.name);
-        CHECK(got.dimensions == int(a.dims.size()));
+        CHECK(got.dimensions == a.rank());
         CHECK(got.kind == (output           ? halide_argument_kind_output_buffer
                            : a.dims.empty() ? halide_argument_kind_input_scalar
                                             : halide_argument_kind_input_buffer));

@@ -64,6 +64,7 @@ struct input {
   std::string name;
   dtype type = dtype::f32;
   bool any_stride = false; // the innermost dimension may have any stride (strided_input)
+  int panel_inputs = 0;    // an int8 GEMM weight in panels (panel_input): its leading input dims
 };
 struct output { // a kernel's output, by its name in the kernel's outputs() (layer wiring only)
   std::string name;
@@ -152,6 +153,12 @@ template <class S, dtype D = dtype::f32> auto input(std::string name, S s, eleme
 // embedding), which the kernel then reads with gathers.
 template <class S, dtype D = dtype::f32> auto strided_input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D, true}, s);
+}
+// An int8 GEMM weight of logical shape (inputs..., outputs...), its first
+// `inputs` dims indexing the input, stored in panels (panels.hpp): the buffer
+// has two dims more than the shape.
+template <class S> auto panel_input(std::string name, S s, int inputs) {
+  return make<element<dtype::i8>>(op::input{std::move(name), dtype::i8, false, inputs}, s);
 }
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
   return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
@@ -378,13 +385,16 @@ struct argument {
   dtype type;
   std::vector<std::string> dims; // innermost first
   bool any_stride = false;       // strided_input: dims[0]'s stride is not fixed to 1
+  int panel_inputs = 0;          // panel_input: stored in panels (two dims more than `dims`)
+  // The buffer's rank.
+  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? 2 : 0); }
 };
 template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& leaf) {
   static_assert(std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>,
                 "halformer::dsl::describe: a kernel's inputs are input and param leaves");
   const auto names = dim_names(S{});
   if constexpr (std::is_same_v<Op, op::input>)
-    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.any_stride};
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.any_stride, leaf.op.panel_inputs};
   else
     return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}};
 }

@@ -218,9 +218,10 @@ struct beam_candidates {
 };
 
 // ---- int8: the float kernels' arithmetic with int8 weights ------------------------
-// Weights are quantized at load with one step per output (w_step, or <w>_step), and
-// lie in the dot-product layout: a weight row is one output's inputs (PyTorch's
-// [out][in] as it is). Inputs are quantized per row (t, batch) once per kernel,
+// Weights are quantized at load with one step per output (w_step, or <w>_step);
+// their logical shape is the dot-product layout (a weight row is one output's
+// inputs, PyTorch's [out][in] as it is), stored in panels of 16 outputs
+// (panels.hpp, panel_input). Inputs are quantized per row (t, batch) once per kernel,
 // products summed exactly in int32, then dequantized, biased and activated in
 // float32 (dsl::quantized_linear). LayerNorm, softmax and attention stay float32.
 
@@ -228,7 +229,7 @@ struct beam_candidates {
 struct logits_int8 {
   static constexpr std::string_view name = "logits_int8", schedule = "logits_int8";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("w", shape(d_model, vocab), i8)) w = input("w", shape(d_model, vocab), i8);
+  decltype(panel_input("w", shape(d_model, vocab), 1)) w = panel_input("w", shape(d_model, vocab), 1);
   decltype(input("w_step", shape(vocab))) w_step = input("w_step", shape(vocab));
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 
@@ -260,7 +261,7 @@ struct embedding_int8 {
 struct head_projection_int8 {
   static constexpr std::string_view schedule = "head_projection_int8";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string& n) { return input(n, shape(d_model, d_k, heads), i8); }
+  static auto weight(const std::string& n) { return panel_input(n, shape(d_model, d_k, heads), 1); }
   static auto step(const std::string& n) { return input(n, shape(d_k, heads)); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
@@ -296,7 +297,7 @@ struct q_projection_int8 : head_projection_int8 {
 struct out_projection_int8 {
   static constexpr std::string_view name = "out_projection_int8", schedule = "out_projection_int8";
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
-  decltype(input("w", shape(d_k, heads, d_model), i8)) w = input("w", shape(d_k, heads, d_model), i8);
+  decltype(panel_input("w", shape(d_k, heads, d_model), 2)) w = panel_input("w", shape(d_k, heads, d_model), 2);
   decltype(input("w_step", shape(d_model))) w_step = input("w_step", shape(d_model));
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
@@ -314,10 +315,10 @@ struct ffn_int8 {
   static constexpr std::string_view schedule = "ffn_int8";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-  decltype(input("w1", shape(d_model, d_ff), i8)) w1 = input("w1", shape(d_model, d_ff), i8);
+  decltype(panel_input("w1", shape(d_model, d_ff), 1)) w1 = panel_input("w1", shape(d_model, d_ff), 1);
   decltype(input("w1_step", shape(d_ff))) w1_step = input("w1_step", shape(d_ff));
   decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
-  decltype(input("w2", shape(d_ff, d_model), i8)) w2 = input("w2", shape(d_ff, d_model), i8);
+  decltype(panel_input("w2", shape(d_ff, d_model), 1)) w2 = panel_input("w2", shape(d_ff, d_model), 1);
   decltype(input("w2_step", shape(d_model))) w2_step = input("w2_step", shape(d_model));
   decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
 

@@ -73,9 +73,13 @@ template <class Formal, class Actual> struct operand {
   std::string formal;
   dtype type;
   Actual actual;
+  int panel_inputs = 0; // an int8 weight in panels (panel_input): its buffer has two dims more
 };
 template <class Formal, class S> auto operator>>(const Formal& f, const tensor_ref<S>& a) {
-  return operand<Formal, tensor_ref<S>>{f.op.name, f.op.type, a};
+  int panel_inputs = 0;
+  if constexpr (requires { f.op.panel_inputs; })
+    panel_inputs = f.op.panel_inputs;
+  return operand<Formal, tensor_ref<S>>{f.op.name, f.op.type, a, panel_inputs};
 }
 // (formal dim, actual dim) pairs of one operand.
 template <class Op> constexpr auto dim_pairs() {

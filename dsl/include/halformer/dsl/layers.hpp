@@ -163,6 +163,8 @@ struct flat_operand {
   role kind;
   double value;                  // role::constant
   std::vector<std::string> dims; // the actual tensor's dimension symbols, innermost first
+  int panel_inputs = 0;          // an int8 weight in panels: a buffer of two dims more
+  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? 2 : 0); }
 };
 struct flat_step {
   std::string function;
@@ -181,7 +183,8 @@ template <class Layer> std::vector<flat_step> flatten(const Layer& layer) {
                             op.actual.name,
                             op.actual.kind,
                             op.actual.value,
-                            {names.begin(), names.end()}});
+                            {names.begin(), names.end()},
+                            op.panel_inputs});
     });
     out.push_back(std::move(f));
   });

@@ -8,10 +8,12 @@
 #pragma once
 
 #include "halformer/dsl/expr.hpp"
+#include "halformer/dsl/panels.hpp"
 
 #include <Halide.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -50,8 +52,12 @@ public:
   // A buffer input by its description (name and dimension symbols).
   template <class Buffer> void bind_buffer(const argument& leaf, Buffer& buf) {
     const auto& names = leaf.dims;
-    if (buf.dimensions() != static_cast<int>(names.size()))
+    if (buf.dimensions() != leaf.rank())
       throw std::logic_error("bind " + leaf.name + ": rank mismatch");
+    if (leaf.panel_inputs > 0) {
+      bind_panels(leaf, buf);
+      return;
+    }
     if (leaf.any_stride) {
       buf.dim(0).set_stride(Halide::Expr());
       inner_strides_[leaf.name] = buf.dim(0).stride();
@@ -70,6 +76,53 @@ public:
     if constexpr (requires { Halide::ImageParam(buf).parameter(); })
       input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
   }
+  // An int8 weight stored in panels (panels.hpp): the stored Func, and a logical
+  // view of the dot-product order for any other reader. Its extents follow from
+  // the dimension symbols', which inputs bound later may define: they are
+  // constrained when lowering starts (constrain_panels).
+  template <class Buffer> void bind_panels(const argument& leaf, Buffer& buf) {
+    const std::size_t inputs = std::size_t(leaf.panel_inputs);
+    if (leaf.type != dtype::i8 || inputs >= leaf.dims.size())
+      throw std::logic_error("bind " + leaf.name + ": panels hold int8 weights with input and output dims");
+    panel_input p{Halide::Func(buf), leaf.dims, int(inputs)};
+    std::vector<Halide::Expr> at{Halide::Var(leaf.dims[0]) % panels::quad,
+                                 Halide::Var(leaf.dims[inputs]) % panels::lanes};
+    for (std::size_t d = 0; d < leaf.dims.size(); ++d) {
+      const Halide::Var v(leaf.dims[d]);
+      at.push_back(d == 0 ? v / panels::quad : d == inputs ? v / panels::lanes : Halide::Expr(v));
+    }
+    Halide::Func view(leaf.name + "_logical");
+    view(vars({{}, leaf.dims})) = p.stored(at);
+    inputs_[leaf.name] = lowered{view, leaf.dims};
+    panel_inputs_[leaf.name] = p;
+    if constexpr (requires { Halide::ImageParam(buf).parameter(); })
+      input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
+    pending_panels_.push_back([this, &buf, p] {
+      const auto stored = panels::extents(std::vector<int>(p.dims.size(), 1), p.inputs); // which dims are blocked
+      for (int d = 0; d < buf.dimensions(); ++d) {
+        buf.dim(d).set_min(0);
+        if (d < 2) {
+          buf.dim(d).set_extent(stored[std::size_t(d)]);
+          continue;
+        }
+        const std::string& dim = p.dims[std::size_t(d - 2)];
+        const auto stored_extent = [&](auto n) {
+          if (d == 2)
+            return (n + panels::quad - 1) / panels::quad;
+          const int group = panels::lanes * panels::panel_group;
+          return d - 2 == p.inputs ? (n + group - 1) / group * panels::panel_group : n;
+        };
+        buf.dim(d).set_extent(stored_extent(extent(dim)));
+        if (auto est = estimates.find(dim); est != estimates.end())
+          buf.dim(d).set_estimate(0, stored_extent(est->second));
+      }
+      for (int d : {0, 1})
+        buf.dim(d).set_estimate(0, stored[std::size_t(d)]);
+      buf.dim(1).set_stride(panels::quad);
+      buf.dim(2).set_stride(panels::quad * panels::lanes);
+    });
+  }
+
   // A buffer input's parameter, for a schedule's prefetch of it; undefined when
   // the input was bound to a buffer without one.
   Halide::Parameter input_parameter(const std::string& name) const {
@@ -153,6 +206,7 @@ public:
   // ---- lowering -----------------------------------------------------------------
 
   template <class Op, class S, class E, class... A> lowered lower(const tensor<Op, S, E, A...>& t) {
+    constrain_panels();
     if constexpr (std::is_same_v<Op, op::input>) {
       auto in = inputs_.find(t.op.name);
       if (in == inputs_.end())
@@ -187,6 +241,26 @@ public:
   }
 
 private:
+  struct panel_input {
+    Halide::Func stored;
+    std::vector<std::string> dims; // logical, (inputs..., outputs...)
+    int inputs;
+  };
+  std::map<std::string, panel_input> panel_inputs_;
+  std::vector<std::function<void()>> pending_panels_;
+  void constrain_panels() {
+    for (auto& c : pending_panels_)
+      c();
+    pending_panels_.clear();
+  }
+  // The panel input whose logical view is `l`, if it is one.
+  const panel_input* panels_of(const lowered& l) const {
+    for (const auto& [n, p] : panel_inputs_)
+      if (inputs_.at(n).f.function().same_as(l.f.function()))
+        return &p;
+    return nullptr;
+  }
+
   std::map<std::string, Halide::Expr> extents_;
   std::map<std::string, lowered> inputs_;
   std::map<std::string, Halide::Parameter> input_params_;
@@ -283,6 +357,7 @@ private:
   // int8 x int8 and bfloat16 x bfloat16 (lower_quantize.hpp).
   static constexpr int dot_product_block = 64;
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
+  void build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w);
   lowered int8_as_int16(const lowered& l);
   lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
   std::string stage_name_of(const lowered& l) const;

@@ -23,6 +23,7 @@ struct gemm_stage {
   Halide::Expr o_extent, t_extent, batch_extent;
   Halide::Expr mid_extent = 1; // the product of mid's extents
   Halide::Parameter weights;   // the weight input, where a schedule prefetches it
+  std::string name;            // the stage of `acc` (int8 panels: <name>_panels holds the sums)
 };
 
 // q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
@@ -41,6 +42,8 @@ inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
                   ctx.extent("t"),
                   ctx.extent("batch"),
                   ctx.extent("heads")});
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    gs[i].name = outs[i].first;
   return gs;
 }
 
@@ -64,6 +67,7 @@ inline gemm_stage out_projection_stage(const dsl::lowering& ctx, Halide::Func ou
   gemm_stage g{out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
                {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
   g.weights = ctx.input_parameter("w");
+  g.name = "proj";
   return g;
 }
 
@@ -75,6 +79,7 @@ inline gemm_stage plain_gemm_stage(const dsl::lowering& ctx, Halide::Func out, c
       out,           ctx.stage(acc),  ctx.var(o),         ctx.var("t"), {}, ctx.var("batch"), {ctx.rdom(acc).x},
       ctx.extent(o), ctx.extent("t"), ctx.extent("batch")};
   g.weights = ctx.input_parameter(weights);
+  g.name = acc;
   return g;
 }
 

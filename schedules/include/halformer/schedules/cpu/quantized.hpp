@@ -1,28 +1,27 @@
 // CPU schedules of the int8 and bfloat16 GEMM kernels (dsl::quantized_linear,
 // dsl::bf16_linear): the input's per-row quantization (or rounding to bfloat16),
-// then dot-product register tiles over the int8 (bfloat16) weights.
+// then register tiles over the weights: int8 weights in panels (cpu/panels.hpp),
+// bfloat16 weights in the dot-product layout (below).
 //
-// int8 weights lie in the dot-product layout (dsl/expr.hpp: a weight row is one
-// output's inputs), so one step of a tile reads `group` x `vec` consecutive
-// inputs of `dot_outputs` weight rows and of `dot_rows` input rows and sums each
-// group of products into `vec` int32 partial sums per (output, row), which stay
-// in registers for the whole reduction and are summed across lanes once at the
-// end. Groups (lower_quantize.hpp): pairs of int16-widened values (pmaddwd; with
-// avx512_vnni, Halide's avx512_zen4, bfloat16's vdpbf16ps) or, for int8 with
-// avx512_vnni, quads of bytes (vpdpbusd: 64 products per instruction, no
-// widening, each step one cache line of every weight row). Register budget: AVX2
+// bfloat16 weights lie in the dot-product layout (dsl/expr.hpp: a weight row is
+// one output's inputs), so one step of a tile reads 2 x `vec` consecutive inputs
+// of `dot_outputs` weight rows and of `dot_rows` input rows and sums each pair of
+// products (vdpbf16ps with avx512_vnni, Halide's avx512_zen4) into `vec` float32
+// partial sums per (output, row), which stay in registers for the whole
+// reduction and are summed across lanes once at the end. Register budget: AVX2
 // (16 ymm) 2 outputs x 4 rows = 8 partial sums + 2 weight vectors + 4 inputs =
 // 14; AVX-512 (32 zmm) the same tile, or 4 x 4 = 16 + 4 + 4 = 24. Batch 1
-// streams the weights (~4 ops per 32 bytes), larger batches reuse each weight
-// vector `dot_rows` times.
-// Why pmaddwd and not AVX2's pmaddubsw (u8 x s8, 32 products per instruction):
-// besides its int16 saturation (2 x 255 x 127), on Zen 3 the two share the same
-// two multiply pipes (measured: 2 of either per cycle, 1 pair per cycle), and
-// pmaddubsw's int16 sums need a pmaddwd by ones to reach int32, so it gives no
-// more products per cycle; either way int8 peaks at twice float32's FMA rate.
+// streams the weights, larger batches reuse each weight vector `dot_rows` times.
+// Why the int8 kernels' int16 pairs use pmaddwd and not AVX2's pmaddubsw (u8 x
+// s8, 32 products per instruction): besides its int16 saturation (2 x 255 x
+// 127), on Zen 3 the two share the same two multiply pipes (measured: 2 of
+// either per cycle, 1 pair per cycle), and pmaddubsw's int16 sums need a pmaddwd
+// by ones to reach int32, so it gives no more products per cycle; either way
+// int8 peaks at twice float32's FMA rate.
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/panels.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
 #include <algorithm>
@@ -56,6 +55,25 @@ inline Halide::Stage in_row_tasks(Halide::Stage s) {
   return s.fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
 }
 
+// A reduction per row over its features (`f`'s update over `r`, r.x innermost)
+// at root, in vectors of lanes along the features (rfactor) reduced across lanes
+// once per row at the end, the rows in tasks of 16 (the max and the integer sum
+// of the int8 inputs: exact in any order). Reduced across lanes at every vector,
+// an int8 input's maximum and sum took a third of out_projection_int8 at batch 8
+// (Zen 5, weights in L2); a row's scalar sum atomically vectorized stayed scalar
+// (15% of ffn_int8 at 32 x 128 rows).
+inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
+  using namespace Halide;
+  RVar fo("fo"), fi("fi");
+  Var lane("lane"), rt("rt");
+  Func lanes = f.update().split(r.x, fo, fi, vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
+  f.compute_root();
+  in_row_tasks(f);
+  in_row_tasks(f.update()).atomic().vectorize(fi);
+  lanes.compute_at(f, rt).vectorize(lane);
+  lanes.update().vectorize(lane);
+}
+
 // An input's rows at root, before the GEMM reads them: its features innermost,
 // in row tasks, vectorised along dim 0. Rows are (t, batch); the out
 // projection's features are (d_k, heads).
@@ -76,41 +94,32 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // order), then the int8 values, stored as int16 (rows_at_root).
 struct int8_inputs {
   static constexpr const char* head_projection_x = "x_quantized";
+  static std::vector<knob_decl> knobs() { return int8_panel_knobs(); }
+  static void gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
+                   const bucket_scope& in) {
+    panel_gemm(ctx, g, target, k, in);
+  }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
-    using namespace Halide;
-    Func step = ctx.stage(name + "_step"), amax = ctx.stage(name + "_step_max");
-    Var rt("rt");
+    const int vec = target.natural_vector_size<int32_t>();
+    Halide::Func step = ctx.stage(name + "_step");
     step.compute_root();
-    in_row_tasks(step);
-    amax.compute_at(step, rt);
-    amax.update().atomic().vectorize(ctx.rdom(name + "_step").x, target.natural_vector_size<float>(),
-                                     TailStrategy::GuardWithIf);
+    in_row_tasks(step).vectorize(Halide::Var("rt"), vec, Halide::TailStrategy::GuardWithIf);
+    row_reduction_in_lanes(ctx.stage(name + "_step_max"), ctx.rdom(name + "_step"), vec);
     if (!ctx.int8_quads) {
       rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
       return;
     }
     rows_at_root(ctx.stage(name), target);
-    // Each row's sum, for the quads' correction (lower_quantize.hpp), in
-    // vectors of lanes along the features (rfactor), one lane sum per row at the
-    // end; the rows in tasks of 16 (an integer sum is exact in any order). (An
-    // atomic vectorize of the row's scalar sum stayed scalar: 15% of ffn_int8 at
-    // 32 x 128 rows.)
-    const int vec = target.natural_vector_size<int32_t>();
-    Func sums = ctx.stage(name + "_sum");
-    RVar fo("fo"), fi("fi");
-    Var lane("lane");
-    Func lanes =
-        sums.update().split(ctx.rdom(name + "_sum").x, fo, fi, vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
-    sums.compute_root();
-    in_row_tasks(sums);
-    in_row_tasks(sums.update()).atomic().vectorize(fi);
-    lanes.compute_at(sums, rt).vectorize(lane);
-    lanes.update().vectorize(lane);
+    // Each row's sum, for the quads' correction (lower_quantize.hpp).
+    row_reduction_in_lanes(ctx.stage(name + "_sum"), ctx.rdom(name + "_sum"), vec);
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root.
 struct bf16_inputs {
   static constexpr const char* head_projection_x = "x_bf16";
+  static std::vector<knob_decl> knobs();
+  static void gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
+                   const bucket_scope& in);
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     rows_at_root(ctx.stage(name), target);
   }
@@ -224,10 +233,9 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
                            const bucket_scope& in) {
   using namespace Halide;
   if (in.conditioned())
-    throw std::invalid_argument("the int8 GEMM schedule takes one knob set: no shape buckets");
+    throw std::invalid_argument("the bfloat16 GEMM schedule takes one knob set: no shape buckets");
   const int vec = target.natural_vector_size<int32_t>(), O = k["dot_outputs"], R = k["dot_rows"];
-  // Products summed per instruction: int8 quads (vpdpbusd) or pairs (pmaddwd, vdpbf16ps).
-  const int group = ctx.int8_quads && g.acc.type() == Int(32) ? 4 : 2;
+  const int group = 2; // products summed per instruction (vdpbf16ps)
   Var u("u"), tile("tile");
   RVar ko("ko"), kl("kl"), lane("lane"), pair("pair");
   g.acc.update().split(g.r[0], ko, kl, group * vec, TailStrategy::GuardWithIf).split(kl, lane, pair, group);
@@ -240,45 +248,16 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   // Tiles where the output and the rows have room for them, else one output and row.
   // A decode step of one row takes 1 x 1 tiles.
   const int tasks = k["tiles_per_task"];
-  struct branch {
-    Expr condition;
-    Var rows_of; // the batch in a decode step, t in prefill
-    int outputs, rows;
-  };
-  std::vector<branch> tiled;
   auto steps = decode_tiles(O, R, target);
   steps.emplace_back(1, 1);
-  for (const auto& [outputs, rows] : steps) {
-    tiled.push_back({whole && decode && g.o_extent >= outputs && g.batch_extent >= rows, g.batch, outputs, rows});
-    quantized_decode_output(g, g.out.specialize(tiled.back().condition), outputs, rows, k);
-  }
-  tiled.push_back({whole && !decode && g.o_extent >= O && g.t_extent >= R, g.t, O, R});
-  quantized_output(g, g.out.specialize(tiled.back().condition), O, R, tasks);
+  for (const auto& [outputs, rows] : steps)
+    quantized_decode_output(g, g.out.specialize(whole && decode && g.o_extent >= outputs && g.batch_extent >= rows),
+                            outputs, rows, k);
+  quantized_output(g, g.out.specialize(whole && !decode && g.o_extent >= O && g.t_extent >= R), O, R, tasks);
   quantized_output(g, g.out, 1, 1, tasks);
   g.acc.compute_at(g.out, tile);
-  // The lanes of each partial-sum vector summed by vector reductions rather than
-  // 16 scalar loads and adds: a tile's int32 sums as one reduction over all its
-  // outputs and rows, which Halide lowers to a transposing tree (2 x 4 tiles:
-  // 8 vectors to 8 sums in 14 vpermt2d + 8 adds, not 8 separate trees of ~8 ops)
-  // and dequantizes as a vector. Zen 4, one thread, against separate trees:
-  // logits_int8 at batch 32 5.5 -> 4.8 ms, S = 128 19.5 -> 17.6;
-  // out_projection_int8 at batch 32 0.22 -> 0.14, S = 128 1.01 -> 0.57; the
-  // avx2 code on the same CPU: logits_int8 at batch 32 9.9-10.5 -> 8.6. Exact
-  // for int32 in any order; bfloat16's float sums keep one tree per output and
-  // row, the order every tile shape shares (a row's bits the same in any batch).
-  if (g.acc.type() == Int(32))
-    for (const branch& b : tiled)
-      if (b.outputs * b.rows > 1) {
-        g.acc.specialize(b.condition)
-            .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
-            .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
-        g.acc.update()
-            .specialize(b.condition)
-            .atomic()
-            .vectorize(lane)
-            .vectorize(g.o, b.outputs, TailStrategy::GuardWithIf)
-            .vectorize(b.rows_of, b.rows, TailStrategy::GuardWithIf);
-      }
+  // A tile's float sums keep one tree per output and row, the order every tile
+  // shape shares (a row's bits the same in any batch).
   g.acc.update().atomic().vectorize(lane);
   std::vector<Var> storage{u, g.o, g.t};
   storage.insert(storage.end(), g.mid.begin(), g.mid.end());
@@ -292,12 +271,18 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   sums.update().reorder(order).atomic().vectorize(pair).vectorize(u).unroll(g.o).unroll(g.t).unroll(g.batch);
 }
 
+inline std::vector<knob_decl> bf16_inputs::knobs() { return int8_gemm_knobs(); }
+inline void bf16_inputs::gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target,
+                              const knob_values& k, const bucket_scope& in) {
+  quantized_gemm(ctx, g, target, k, in);
+}
+
 // The kernels, for int8_inputs or bf16_inputs.
 template <class Inputs>
 void dot_product_logits(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                         const bucket_scope& in) {
   Inputs::prepare(ctx, "logits_x", target);
-  quantized_gemm(ctx, logits_stage(ctx, out), target, k, in);
+  Inputs::gemm(ctx, logits_stage(ctx, out), target, k, in);
 }
 
 // q, k and v of one prepared x.
@@ -307,18 +292,19 @@ void dot_product_head_projection(const dsl::lowering& ctx,
                                  const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, Inputs::head_projection_x, target);
   for (const gemm_stage& g : dot_product_head_projection_stages(ctx, outs))
-    quantized_gemm(ctx, g, target, k, in);
+    Inputs::gemm(ctx, g, target, k, in);
 }
 
 template <class Inputs>
 void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target,
                                 const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, "proj_x", target);
-  quantized_gemm(ctx, out_projection_stage(ctx, out), target, k, in);
+  Inputs::gemm(ctx, out_projection_stage(ctx, out), target, k, in);
 }
 
-// The FFN's knobs: the int8 GEMM's for the second GEMM, hidden_* for the first.
-inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_gemm_knobs()); }
+// The FFN's knobs: the GEMM's for the second GEMM, hidden_* for the first.
+inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_panel_knobs()); }
+inline std::vector<knob_decl> bf16_ffn_knobs() { return ffn_knob_decls(int8_gemm_knobs()); }
 
 // x prepared, the first GEMM into the activated hidden layer at root, which is
 // prepared per row for the second.
@@ -328,9 +314,9 @@ void dot_product_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::T
   auto [hidden, proj] = ffn_stages(ctx, out);
   Inputs::prepare(ctx, "hidden_x", target);
   hidden.out.compute_root();
-  quantized_gemm(ctx, hidden, target, hidden_knobs(k, int8_gemm_knobs()), in);
+  Inputs::gemm(ctx, hidden, target, hidden_knobs(k, Inputs::knobs()), in);
   Inputs::prepare(ctx, "proj_x", target);
-  quantized_gemm(ctx, proj, target, k, in);
+  Inputs::gemm(ctx, proj, target, k, in);
 }
 
 } // namespace halformer::schedules::cpu

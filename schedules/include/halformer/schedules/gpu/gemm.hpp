@@ -29,25 +29,29 @@ inline std::vector<knob_decl> gemm_knobs() {
   };
 }
 
-inline void schedule_gemm(gemm_stage g, const knob_values& k) {
+// One branch of the output: block tile over (o, row), thread tile inside,
+// registers innermost; the thread loop along o is "ot".
+inline void tile_gemm_output(const gemm_stage& g, Halide::Stage s, const Halide::Var& row, const knob_values& k) {
   using namespace Halide;
   const int regs_o = k["regs_o"], regs_rows = k["regs_rows"];
   const int tile_o = k["threads_o"] * regs_o, tile_rows = k["threads_rows"] * regs_rows;
   Var ob("ob"), rb("rb"), oi("oi"), ri("ri"), ot("ot"), rt("rt"), oreg("oreg"), rreg("rreg"), blk("blk");
+  s.tile(g.o, row, ob, rb, oi, ri, tile_o, tile_rows, TailStrategy::GuardWithIf)
+      .tile(oi, ri, ot, rt, oreg, rreg, regs_o, regs_rows, TailStrategy::GuardWithIf)
+      .reorder(oreg, rreg, ot, rt, ob, rb);
+  // Every dimension outside the tile becomes the third block dimension.
+  std::vector<Var> outer = g.mid;
+  outer.push_back(row.name() == g.batch.name() ? g.t : g.batch);
+  Var fused = outer[0];
+  for (std::size_t i = 1; i < outer.size(); ++i)
+    s.fuse(fused, outer[i], blk), fused = blk;
+  s.unroll(oreg).unroll(rreg).gpu_blocks(ob, rb, fused).gpu_threads(ot, rt);
+}
 
-  // One branch: block tile over (o, row), thread tile inside, registers innermost.
-  auto tiled = [&](Stage s, const Var& row) {
-    s.tile(g.o, row, ob, rb, oi, ri, tile_o, tile_rows, TailStrategy::GuardWithIf)
-        .tile(oi, ri, ot, rt, oreg, rreg, regs_o, regs_rows, TailStrategy::GuardWithIf)
-        .reorder(oreg, rreg, ot, rt, ob, rb);
-    // Every dimension outside the tile becomes the third block dimension.
-    std::vector<Var> outer = g.mid;
-    outer.push_back(row.name() == g.batch.name() ? g.t : g.batch);
-    Var fused = outer[0];
-    for (std::size_t i = 1; i < outer.size(); ++i)
-      s.fuse(fused, outer[i], blk), fused = blk;
-    s.unroll(oreg).unroll(rreg).gpu_blocks(ob, rb, fused).gpu_threads(ot, rt);
-  };
+inline void schedule_gemm(gemm_stage g, const knob_values& k) {
+  using namespace Halide;
+  Var ot("ot");
+  auto tiled = [&](Stage s, const Var& row) { tile_gemm_output(g, s, row, k); };
   auto accumulate = [&](Stage pure, Stage update, const Var& row) {
     pure.unroll(g.o).unroll(row);
     std::vector<VarOrRVar> order{g.o, row};

@@ -2,14 +2,25 @@
 // steps at root, one thread per row (a serial maximum over the features: d_model
 // reads, against the GEMM's d_model x vocab multiply-adds); the int8 values are
 // inlined into the GEMM's loads (one multiply and a rounding per use); the GEMM
-// is gpu/gemm.hpp's on int32 accumulators. Correct, not yet fast: int8 weights
-// lie in the dot-product layout (input feature innermost), so neighbouring
-// threads along the outputs read a weight row apart (uncoalesced).
+// is over weights in panels (dsl/panels.hpp): gpu/gemm.hpp's output tiles, each
+// thread summing its outputs' lanes of their panels (<name>_panels, and the
+// int16 pairs before them) serially. Neighbouring threads along the outputs
+// read neighbouring 4-byte groups of a panel (coalesced). Correct, not yet fast.
 #pragma once
 
 #include "halformer/schedules/gpu/gemm.hpp"
 
 namespace halformer::schedules::gpu {
+
+inline void schedule_panel_gemm(const dsl::lowering& ctx, gemm_stage g, const knob_values& k) {
+  using namespace Halide;
+  const Expr decode = g.t_extent == 1;
+  tile_gemm_output(g, g.out.specialize(decode), g.batch, k);
+  tile_gemm_output(g, g.out, g.t, k);
+  ctx.stage(g.name + "_panels").compute_at(g.out, Var("ot"));
+  if (ctx.has_stage(g.name + "_pairs"))
+    ctx.stage(g.name + "_pairs").compute_at(g.out, Var("ot"));
+}
 
 inline void quantized_input(const dsl::lowering& ctx, const std::string& name) {
   using namespace Halide;
@@ -21,7 +32,7 @@ inline void quantized_input(const dsl::lowering& ctx, const std::string& name) {
 
 inline void quantized_logits(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
   quantized_input(ctx, "logits_x");
-  schedule_gemm(logits_stage(ctx, out), k);
+  schedule_panel_gemm(ctx, logits_stage(ctx, out), k);
 }
 
 inline void quantized_head_projection(const dsl::lowering& ctx,
@@ -29,12 +40,12 @@ inline void quantized_head_projection(const dsl::lowering& ctx,
                                       const knob_values& k) {
   quantized_input(ctx, "x_quantized");
   for (const gemm_stage& g : dot_product_head_projection_stages(ctx, outs))
-    schedule_gemm(g, k);
+    schedule_panel_gemm(ctx, g, k);
 }
 
 inline void quantized_out_projection(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
   quantized_input(ctx, "proj_x");
-  schedule_gemm(out_projection_stage(ctx, out), k);
+  schedule_panel_gemm(ctx, out_projection_stage(ctx, out), k);
 }
 
 // The activated hidden layer at root (gpu/projections.hpp: ffn), its row steps too.
@@ -44,9 +55,9 @@ inline void quantized_ffn(const dsl::lowering& ctx, Halide::Func out, const knob
   // Bounded to d_ff: the second GEMM's zero-padded reduction (dsl/lower.hpp) reads
   // it through a clamp, which would leave the register tiles' extents unknown.
   hidden.out.compute_root().bound(hidden.o, 0, hidden.o_extent);
-  schedule_gemm(hidden, hidden_knobs(k, gemm_knobs()));
+  schedule_panel_gemm(ctx, hidden, hidden_knobs(k, gemm_knobs()));
   quantized_input(ctx, "proj_x");
-  schedule_gemm(proj, k);
+  schedule_panel_gemm(ctx, proj, k);
 }
 
 } // namespace halformer::schedules::gpu

@@ -1,0 +1,78 @@
+// The int8 GEMM weights' memory layout ("panels"), one definition for the
+// lowering (which reads it), the loader and the measuring problems (which write
+// it) and the references (which read it back). No Halide here.
+//
+// A weight of logical dims (inputs..., outputs...) (the dot-product order: a
+// weight row is one output's inputs) is stored as
+//   (4, 16, ceil(in0 / 4), in1..., ceil(out0 / 16), out1...)
+// that is, panels of 16 outputs of the first output dim, each panel a run of
+// 64-byte groups: the 4 consecutive inputs (of the first input dim) of each of
+// its 16 outputs. One group is exactly what vpdpbusd multiplies with 4 input
+// bytes broadcast to every lane: 16 outputs' dot products advance by 4 inputs
+// per instruction, the sums stay in one vector's lanes (no sums across lanes),
+// and the epilogue (dequantize, bias, activation) runs on whole vectors.
+// The panels are padded to a multiple of `panel_group` (outputs past out0 and
+// inputs past in0 hold zeros): a register tile of up to that many panels then
+// never reads past the buffer, so its extent is a constant (a schedule bounds it).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+namespace halformer::dsl::panels {
+
+inline constexpr int quad = 4;        // inputs per output in one group (vpdpbusd's 4 byte products per lane)
+inline constexpr int lanes = 16;      // outputs per panel (one AVX-512 vector of int32 sums)
+inline constexpr int panel_group = 4; // stored panels: a multiple of this (the largest register tile)
+
+// The stored panels of `outputs` outputs.
+inline int stored_panels(int outputs) {
+  return (outputs + lanes * panel_group - 1) / (lanes * panel_group) * panel_group;
+}
+
+// The stored extents of a weight of logical extents `dims` whose first `inputs` dims index the input.
+inline std::vector<int> extents(const std::vector<int>& dims, int inputs) {
+  if (inputs < 1 || std::size_t(inputs) >= dims.size())
+    throw std::invalid_argument("int8 panels: a weight needs input and output dims");
+  std::vector<int> e{quad, lanes};
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    const int n = dims[d];
+    e.push_back(d == 0 ? (n + quad - 1) / quad : d == std::size_t(inputs) ? stored_panels(n) : n);
+  }
+  return e;
+}
+
+// The stored coordinates of the logical position `pos` (rank `rank`).
+inline std::vector<int> position(const int* pos, std::size_t rank, int inputs) {
+  std::vector<int> p{pos[0] % quad, pos[inputs] % lanes};
+  for (std::size_t d = 0; d < rank; ++d)
+    p.push_back(d == 0 ? pos[0] / quad : d == std::size_t(inputs) ? pos[d] / lanes : pos[d]);
+  return p;
+}
+
+// `logical` (a buffer of int8 values in the dot-product order) packed into a new
+// buffer of type Packed (a Halide buffer type of int8 holding `extents`).
+template <class Packed, class Logical> Packed pack(const Logical& logical, int inputs) {
+  std::vector<int> dims;
+  for (int d = 0; d < logical.dimensions(); ++d)
+    dims.push_back(logical.dim(d).extent());
+  Packed packed(extents(dims, inputs));
+  packed.fill(0);
+  logical.for_each_element([&](const int* pos) {
+    std::vector<int> at(std::size_t(logical.dimensions()));
+    for (std::size_t d = 0; d < at.size(); ++d)
+      at[d] = pos[d] - logical.dim(int(d)).min();
+    packed(position(at.data(), at.size(), inputs).data()) = logical(pos);
+  });
+  return packed;
+}
+
+// The logical weight (extents `dims`, type Logical) held by `packed`.
+template <class Logical, class Packed> Logical unpack(const Packed& packed, const std::vector<int>& dims, int inputs) {
+  Logical logical(dims);
+  logical.for_each_element([&](const int* pos) { logical(pos) = packed(position(pos, dims.size(), inputs).data()); });
+  return logical;
+}
+
+} // namespace halformer::dsl::panels
