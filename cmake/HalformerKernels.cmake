@@ -102,14 +102,19 @@ function(halformer_kernel name)
   endforeach ()
   set_property(GLOBAL PROPERTY HALFORMER_KERNEL_HEADER_DIR ${CMAKE_CURRENT_BINARY_DIR})
   set(HALFORMER_KERNELS ${HALFORMER_KERNELS} ${name} PARENT_SCOPE)
-  # The tuner's catalog: the kernel's shape buckets (the rest comes from the DSL).
+  # The tuner's catalog: the kernel's shape buckets and whether it has dot-product
+  # ISA code (the rest comes from the DSL).
   set(buckets "")
   foreach (b IN LISTS ARG_BUCKETS)
     string(APPEND buckets "\"${b}\",")
   endforeach ()
   string(REGEX REPLACE ",$" "" buckets "${buckets}")
+  set(dot_products false)
+  if (ARG_DOT_PRODUCTS)
+    set(dot_products true)
+  endif ()
   set_property(GLOBAL APPEND_STRING PROPERTY HALFORMER_KERNEL_CATALOG
-               "{\"name\": \"${name}\", \"buckets\": [${buckets}]},\n")
+               "{\"name\": \"${name}\", \"buckets\": [${buckets}], \"dot_products\": ${dot_products}},\n")
 endfunction()
 
 halformer_kernel(embedding BUCKETS prefill decode)

@@ -71,7 +71,8 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
                          std::string(dsl::kernels::interface_of(name).schedule),
                          {"kernel=" + name},
                          1,
-                         k.value("buckets", std::vector<std::string>{})});
+                         k.value("buckets", std::vector<std::string>{}),
+                         k.value("dot_products", false)});
   }
   // The CPU schedules' spaces at the top level, the GPU schedules' under "gpu".
   auto read_spaces = [&c](const json& j, std::map<std::string, knob_space>& out, std::map<std::string, int>& revs,
@@ -107,6 +108,10 @@ std::string target_of_isa(const std::string& isa) {
 }
 
 bool is_gpu(const std::string& isa) { return isa == "opencl" || isa == "cuda"; }
+
+std::string measured_target(const kernel_info& k, const tune_options& o) {
+  return target_of_isa(k.dot_products && !o.dot_product_isa.empty() ? o.dot_product_isa : o.isa);
+}
 
 kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa) {
   kernel_info k = c.kernel(name);

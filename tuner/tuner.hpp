@@ -42,6 +42,7 @@ struct kernel_info {
   std::vector<std::string> params;  // generator params: kernel=<name>
   int revision = 1;                 // its schedule's revision (knob_spaces.json)
   std::vector<std::string> buckets; // the shape buckets it runs in, each with a knob set (schedules/buckets.hpp)
+  bool dot_products = false;        // also compiled for the dot-product ISAs (avx512_vnni: int8, bfloat16 GEMMs)
 };
 using knob_space = std::vector<std::pair<std::string, std::vector<int>>>;
 using knob_set = std::map<std::string, int>;
@@ -61,6 +62,9 @@ struct catalog {
 struct tune_options {
   std::string shape;          // canonical
   std::string isa = "avx512"; // avx512 | avx2 | sse41 | opencl (the GPU schedules, on the OpenCL device)
+  // The ISA the dot-product kernels run on this CPU with `isa`'s knobs: avx512_vnni
+  // where the CPU has it and `isa` is avx512 (its knob section serves both), else `isa`.
+  std::string dot_product_isa;
   double budget_s = 300;
   int max_trials = 1000;
   int threads = 0; // 0: all cores
@@ -88,7 +92,10 @@ struct step_limit {
 step_limit step_limit_of(const tune_options& o);
 
 std::string target_of_isa(const std::string& isa); // Halide target string
-bool is_gpu(const std::string& isa);               // opencl (cuda: not measurable yet)
+// The Halide target a candidate of `k` is compiled and measured with: the code
+// this CPU runs with `o.isa`'s knobs (tune_options::dot_product_isa).
+std::string measured_target(const kernel_info& k, const tune_options& o);
+bool is_gpu(const std::string& isa); // opencl (cuda: not measurable yet)
 // The kernel as measured with `isa`: its GPU schedule's revision for a GPU.
 kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa);
 // The knob space of a kernel's schedule for `isa`.

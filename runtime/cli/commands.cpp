@@ -54,6 +54,11 @@ std::string best_isa() {
 }
 
 // The ISA to tune or compare: this CPU's best unless one is asked for.
+// The ISA this CPU runs the dot-product kernels on with `isa`'s knobs (tuner::tune_options).
+std::string dot_product_isa(const std::string& isa) {
+  return isa == "avx512" && halformer_cpu_supports("avx512_vnni") ? "avx512_vnni" : "";
+}
+
 std::string resolve_isa(const std::string& asked) {
   if (halformer_kernels_init() != 0)
     throw error(halformer_last_error());
@@ -117,6 +122,7 @@ int tune(const tune_request& r, tuner::tune_options o) {
   const auto hw = tuner::this_machine();
   const tuner::database db(r.db_dir);
   o.isa = resolve_isa(o.isa);
+  o.dot_product_isa = dot_product_isa(o.isa);
   const auto jobs = tune_jobs(r, o.shape, cat);
   o.budget_s = r.total_budget.empty() ? seconds_of(r.budget) : seconds_of(r.total_budget) / double(jobs.size());
   const double total_s = o.budget_s * double(jobs.size());
@@ -155,6 +161,7 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
   const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
   const auto hw = tuner::this_machine();
   o.measure.isa = resolve_isa(o.measure.isa);
+  o.measure.dot_product_isa = dot_product_isa(o.measure.isa);
   if (!schedules.empty()) {
     o.schedules.clear();
     std::stringstream ss(schedules);

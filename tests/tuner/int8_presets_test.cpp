@@ -3,6 +3,7 @@
 // kernel has one; the other kernels as they are.
 #include "database.hpp"
 #include "presets.hpp"
+#include "tuner.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -56,4 +57,18 @@ TEST_CASE("bfloat16 presets name the *_bf16 kernels at the int8 kernels' shapes"
   }
   CHECK(typed_shapes(float32, "float32").size() == float32.size());
   CHECK_THROWS_WITH(typed_shapes(float32, "int4"), Catch::Contains("unknown compute type 'int4'"));
+}
+
+// The knob file's avx512 section serves both the avx512 and the avx512_vnni code
+// of the dot-product kernels: a CPU that runs the latter measures it.
+TEST_CASE("dot-product kernels are measured as the code this CPU runs with the ISA's knobs", "[tuner][int8]") {
+  kernel_info int8{"logits_int8", "kernel", "logits_int8", {}, 1, {}, true};
+  kernel_info f32{"logits", "kernel", "logits", {}, 1, {}, false};
+  tune_options o;
+  o.isa = "avx512";
+  CHECK(measured_target(int8, o) == target_of_isa("avx512"));
+  o.dot_product_isa = "avx512_vnni";
+  CHECK(measured_target(int8, o) == target_of_isa("avx512_vnni"));
+  CHECK(measured_target(int8, o).find("avx512_zen4") != std::string::npos);
+  CHECK(measured_target(f32, o) == target_of_isa("avx512"));
 }

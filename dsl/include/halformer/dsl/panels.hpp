@@ -43,35 +43,47 @@ inline std::vector<int> extents(const std::vector<int>& dims, int inputs) {
   return e;
 }
 
-// The stored coordinates of the logical position `pos` (rank `rank`).
-inline std::vector<int> position(const int* pos, std::size_t rank, int inputs) {
-  std::vector<int> p{pos[0] % quad, pos[inputs] % lanes};
+// The stored coordinates (rank + 2 of them, into `stored`) of the logical
+// position `pos` (rank `rank`).
+inline void position(const int* pos, std::size_t rank, int inputs, int* stored) {
+  stored[0] = pos[0] % quad, stored[1] = pos[inputs] % lanes;
   for (std::size_t d = 0; d < rank; ++d)
-    p.push_back(d == 0 ? pos[0] / quad : d == std::size_t(inputs) ? pos[d] / lanes : pos[d]);
-  return p;
+    stored[d + 2] = d == 0 ? pos[0] / quad : d == std::size_t(inputs) ? pos[d] / lanes : pos[d];
 }
+
+inline constexpr std::size_t max_rank = 14; // of a logical weight (Halide buffers hold 16 dims)
 
 // `logical` (a buffer of int8 values in the dot-product order) packed into a new
 // buffer of type Packed (a Halide buffer type of int8 holding `extents`).
 template <class Packed, class Logical> Packed pack(const Logical& logical, int inputs) {
+  const std::size_t rank = std::size_t(logical.dimensions());
+  if (rank > max_rank)
+    throw std::invalid_argument("int8 panels: a weight of more than 14 dims");
   std::vector<int> dims;
-  for (int d = 0; d < logical.dimensions(); ++d)
-    dims.push_back(logical.dim(d).extent());
+  for (std::size_t d = 0; d < rank; ++d)
+    dims.push_back(logical.dim(int(d)).extent());
   Packed packed(extents(dims, inputs));
   packed.fill(0);
   logical.for_each_element([&](const int* pos) {
-    std::vector<int> at(std::size_t(logical.dimensions()));
-    for (std::size_t d = 0; d < at.size(); ++d)
+    int at[max_rank], stored[max_rank + 2];
+    for (std::size_t d = 0; d < rank; ++d)
       at[d] = pos[d] - logical.dim(int(d)).min();
-    packed(position(at.data(), at.size(), inputs).data()) = logical(pos);
+    position(at, rank, inputs, stored);
+    packed(stored) = logical(pos);
   });
   return packed;
 }
 
 // The logical weight (extents `dims`, type Logical) held by `packed`.
 template <class Logical, class Packed> Logical unpack(const Packed& packed, const std::vector<int>& dims, int inputs) {
+  if (dims.size() > max_rank)
+    throw std::invalid_argument("int8 panels: a weight of more than 14 dims");
   Logical logical(dims);
-  logical.for_each_element([&](const int* pos) { logical(pos) = packed(position(pos, dims.size(), inputs).data()); });
+  logical.for_each_element([&](const int* pos) {
+    int stored[max_rank + 2];
+    position(pos, dims.size(), inputs, stored);
+    logical(pos) = packed(stored);
+  });
   return logical;
 }
 
