@@ -95,8 +95,9 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
   r.knobs = knobs, r.source = source, r.when = now_iso(), r.schedule_revision = k.revision;
   r.settings = {{"threads", o.threads},     {"samples", o.samples}, {"min_sample_ms", o.min_sample_ms},
                 {"input_rotation_mib", 64}, {"warmup_calls", 3},    {"verify_tolerance", 1e-4}};
-  if (measured_target(k, o) != r.target) // the record's key stays the knob section's target
-    r.settings["measured_target"] = measured_target(k, o);
+  const std::string target = measured_target(k, o);
+  if (target != r.target) // the record's key stays the knob section's target
+    r.settings["measured_target"] = target;
   c.dir = t.work_dir + "/" + k.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
   fs::create_directories(c.dir);
   std::vector<std::string> gen{t.generator,
@@ -108,7 +109,7 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
                                "static_library,c_header",
                                "-o",
                                c.dir,
-                               "target=" + measured_target(k, o) + "-no_runtime",
+                               "target=" + target + "-no_runtime",
                                "knob_file=" + (is_gpu(o.isa) ? t.gpu_knob_file : t.knob_file)};
   if (const std::string kt = generator_knobs(knobs); !kt.empty())
     gen.push_back("knobs=" + kt);

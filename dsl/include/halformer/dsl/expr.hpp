@@ -7,6 +7,8 @@
 // graphs that the generators lower (see lower.hpp).
 #pragma once
 
+#include "halformer/dsl/panels.hpp"
+
 #include "halformer/dsl/dims.hpp"
 
 #include <string>
@@ -387,7 +389,7 @@ struct argument {
   bool any_stride = false;       // strided_input: dims[0]'s stride is not fixed to 1
   int panel_inputs = 0;          // panel_input: stored in panels (two dims more than `dims`)
   // The buffer's rank.
-  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? 2 : 0); }
+  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? panels::extra_dims : 0); }
 };
 template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& leaf) {
   static_assert(std::is_same_v<Op, op::input> || std::is_same_v<Op, op::param>,

@@ -164,7 +164,7 @@ struct flat_operand {
   double value;                  // role::constant
   std::vector<std::string> dims; // the actual tensor's dimension symbols, innermost first
   int panel_inputs = 0;          // an int8 weight in panels: a buffer of two dims more
-  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? 2 : 0); }
+  int rank() const { return int(dims.size()) + (panel_inputs > 0 ? panels::extra_dims : 0); }
 };
 struct flat_step {
   std::string function;

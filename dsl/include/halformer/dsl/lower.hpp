@@ -85,12 +85,10 @@ public:
     if (leaf.type != dtype::i8 || inputs >= leaf.dims.size())
       throw std::logic_error("bind " + leaf.name + ": panels hold int8 weights with input and output dims");
     panel_input p{Halide::Func(buf), leaf.dims, int(inputs)};
-    std::vector<Halide::Expr> at{Halide::Var(leaf.dims[0]) % panels::quad,
-                                 Halide::Var(leaf.dims[inputs]) % panels::lanes};
-    for (std::size_t d = 0; d < leaf.dims.size(); ++d) {
-      const Halide::Var v(leaf.dims[d]);
-      at.push_back(d == 0 ? v / panels::quad : d == inputs ? v / panels::lanes : Halide::Expr(v));
-    }
+    std::vector<Halide::Expr> logical, at(leaf.dims.size() + panels::extra_dims);
+    for (const auto& d : leaf.dims)
+      logical.push_back(Halide::Var(d));
+    panels::position(logical.data(), logical.size(), p.inputs, at.data());
     Halide::Func view(leaf.name + "_logical");
     view(vars({{}, leaf.dims})) = p.stored(at);
     inputs_[leaf.name] = lowered{view, leaf.dims};
@@ -98,28 +96,18 @@ public:
     if constexpr (requires { Halide::ImageParam(buf).parameter(); })
       input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
     pending_panels_.push_back([this, &buf, p] {
-      const auto stored = panels::extents(std::vector<int>(p.dims.size(), 1), p.inputs); // which dims are blocked
-      for (int d = 0; d < buf.dimensions(); ++d) {
-        buf.dim(d).set_min(0);
-        if (d < 2) {
-          buf.dim(d).set_extent(stored[std::size_t(d)]);
-          continue;
-        }
-        const std::string& dim = p.dims[std::size_t(d - 2)];
-        const auto stored_extent = [&](auto n) {
-          if (d == 2)
-            return (n + panels::quad - 1) / panels::quad;
-          const int group = panels::lanes * panels::panel_group;
-          return d - 2 == p.inputs ? (n + group - 1) / group * panels::panel_group : n;
-        };
-        buf.dim(d).set_extent(stored_extent(extent(dim)));
-        if (auto est = estimates.find(dim); est != estimates.end())
-          buf.dim(d).set_estimate(0, stored_extent(est->second));
-      }
-      for (int d : {0, 1})
-        buf.dim(d).set_estimate(0, stored[std::size_t(d)]);
+      buf.dim(0).set_extent(panels::quad), buf.dim(1).set_extent(panels::lanes);
+      buf.dim(0).set_estimate(0, panels::quad), buf.dim(1).set_estimate(0, panels::lanes);
       buf.dim(1).set_stride(panels::quad);
       buf.dim(2).set_stride(panels::quad * panels::lanes);
+      for (int d = 0; d < buf.dimensions(); ++d)
+        buf.dim(d).set_min(0);
+      for (std::size_t d = 0; d < p.dims.size(); ++d) {
+        auto stored = buf.dim(int(d) + panels::extra_dims);
+        stored.set_extent(panels::stored_extent(d, extent(p.dims[d]), p.inputs));
+        if (auto est = estimates.find(p.dims[d]); est != estimates.end())
+          stored.set_estimate(0, panels::stored_extent(d, est->second, p.inputs));
+      }
     });
   }
 

@@ -26,9 +26,15 @@ inline constexpr int quad = 4;        // inputs per output in one group (vpdpbus
 inline constexpr int lanes = 16;      // outputs per panel (one AVX-512 vector of int32 sums)
 inline constexpr int panel_group = 4; // stored panels: a multiple of this (the largest register tile)
 
-// The stored panels of `outputs` outputs.
-inline int stored_panels(int outputs) {
-  return (outputs + lanes * panel_group - 1) / (lanes * panel_group) * panel_group;
+// The stored dims: two more than the logical weight's.
+inline constexpr int extra_dims = 2;
+
+// The stored extent of logical dim `d` (extent `n`) of a weight whose first
+// `inputs` dims index the input: groups of 4 of the first input dim, whole
+// panel groups of the first output dim. N: int, or a Halide Expr in the lowering.
+template <class N> N stored_extent(std::size_t d, N n, int inputs) {
+  constexpr int group = lanes * panel_group;
+  return d == 0 ? (n + quad - 1) / quad : d == std::size_t(inputs) ? (n + group - 1) / group * panel_group : n;
 }
 
 // The stored extents of a weight of logical extents `dims` whose first `inputs` dims index the input.
@@ -36,16 +42,14 @@ inline std::vector<int> extents(const std::vector<int>& dims, int inputs) {
   if (inputs < 1 || std::size_t(inputs) >= dims.size())
     throw std::invalid_argument("int8 panels: a weight needs input and output dims");
   std::vector<int> e{quad, lanes};
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    const int n = dims[d];
-    e.push_back(d == 0 ? (n + quad - 1) / quad : d == std::size_t(inputs) ? stored_panels(n) : n);
-  }
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    e.push_back(stored_extent(d, dims[d], inputs));
   return e;
 }
 
-// The stored coordinates (rank + 2 of them, into `stored`) of the logical
-// position `pos` (rank `rank`).
-inline void position(const int* pos, std::size_t rank, int inputs, int* stored) {
+// The stored coordinates (rank + extra_dims of them, into `stored`) of the
+// logical position `pos` (rank `rank`). T: int, or a Halide Expr in the lowering.
+template <class T> void position(const T* pos, std::size_t rank, int inputs, T* stored) {
   stored[0] = pos[0] % quad, stored[1] = pos[inputs] % lanes;
   for (std::size_t d = 0; d < rank; ++d)
     stored[d + 2] = d == 0 ? pos[0] / quad : d == std::size_t(inputs) ? pos[d] / lanes : pos[d];
@@ -65,7 +69,7 @@ template <class Packed, class Logical> Packed pack(const Logical& logical, int i
   Packed packed(extents(dims, inputs));
   packed.fill(0);
   logical.for_each_element([&](const int* pos) {
-    int at[max_rank], stored[max_rank + 2];
+    int at[max_rank], stored[max_rank + extra_dims];
     for (std::size_t d = 0; d < rank; ++d)
       at[d] = pos[d] - logical.dim(int(d)).min();
     position(at, rank, inputs, stored);
@@ -80,7 +84,7 @@ template <class Logical, class Packed> Logical unpack(const Packed& packed, cons
     throw std::invalid_argument("int8 panels: a weight of more than 14 dims");
   Logical logical(dims);
   logical.for_each_element([&](const int* pos) {
-    int stored[max_rank + 2];
+    int stored[max_rank + extra_dims];
     position(pos, dims.size(), inputs, stored);
     logical(pos) = packed(stored);
   });

@@ -108,12 +108,12 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"ffn_int8", {cpu::int8_ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::int8_inputs>>}},
       // bfloat16: dot-product tiles (cpu/quantized.hpp); the CPU library only.
       {"logits_bf16",
-       {cpu::int8_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_logits<cpu::bf16_inputs>>}},
+       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_logits<cpu::bf16_inputs>>}},
       {"head_projection_bf16",
-       {cpu::int8_gemm_knobs(), revisions::cpu_quantized,
+       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized,
         projections<cpu::dot_product_head_projection<cpu::bf16_inputs>>}},
       {"out_projection_bf16",
-       {cpu::int8_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
+       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
       {"ffn_bf16", {cpu::bf16_ffn_knobs(), revisions::cpu_quantized, one<cpu::dot_product_ffn<cpu::bf16_inputs>>}},
       {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_rows, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};

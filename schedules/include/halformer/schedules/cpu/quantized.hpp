@@ -31,7 +31,7 @@
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> int8_gemm_knobs() {
+inline std::vector<knob_decl> bf16_gemm_knobs() {
   return {
       {"dot_outputs", {1, 2, 3, 4, 6, 8}, "outputs per register tile (weight rows read per step)"},
       {"dot_rows", {1, 2, 3, 4}, "input rows per register tile"},
@@ -271,7 +271,7 @@ inline void quantized_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide:
   sums.update().reorder(order).atomic().vectorize(pair).vectorize(u).unroll(g.o).unroll(g.t).unroll(g.batch);
 }
 
-inline std::vector<knob_decl> bf16_inputs::knobs() { return int8_gemm_knobs(); }
+inline std::vector<knob_decl> bf16_inputs::knobs() { return bf16_gemm_knobs(); }
 inline void bf16_inputs::gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target,
                               const knob_values& k, const bucket_scope& in) {
   quantized_gemm(ctx, g, target, k, in);
@@ -304,7 +304,7 @@ void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, cons
 
 // The FFN's knobs: the GEMM's for the second GEMM, hidden_* for the first.
 inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_panel_knobs()); }
-inline std::vector<knob_decl> bf16_ffn_knobs() { return ffn_knob_decls(int8_gemm_knobs()); }
+inline std::vector<knob_decl> bf16_ffn_knobs() { return ffn_knob_decls(bf16_gemm_knobs()); }
 
 // x prepared, the first GEMM into the activated hidden layer at root, which is
 // prepared per row for the second.
