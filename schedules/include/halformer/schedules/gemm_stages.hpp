@@ -58,7 +58,10 @@ dot_product_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pa
                              "' is not a quantized_linear's or bf16_linear's");
     stage.resize(stage.size() - suffix.size());
   }
-  return head_projection_stages(ctx, outs);
+  std::vector<gemm_stage> gs = head_projection_stages(ctx, outs);
+  for (gemm_stage& g : gs) // stage "<which>_proj" reads the weights "w_<which>" (dsl/kernels.hpp)
+    g.weights = ctx.input_parameter("w_" + g.name.substr(0, g.name.find('_')));
+  return gs;
 }
 
 // Merge heads + bias + residual: the reduction runs over (d_k, heads).
