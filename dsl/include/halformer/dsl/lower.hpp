@@ -166,6 +166,13 @@ public:
     }
     return s->second.f;
   }
+  // The name stage `f` is registered under (the inverse of stage()).
+  std::string stage_name(const Halide::Func& f) const {
+    for (const auto& [n, l] : stages_)
+      if (l.f.function().same_as(f.function()))
+        return n;
+    throw std::logic_error("schedule asks for the stage name of Func '" + f.name() + "', which is not a stage");
+  }
   Halide::RDom rdom(const std::string& stage_name) const {
     auto r = rdoms_.find(stage_name);
     if (r == rdoms_.end())

@@ -23,7 +23,6 @@ struct gemm_stage {
   Halide::Expr o_extent, t_extent, batch_extent;
   Halide::Expr mid_extent = 1; // the product of mid's extents
   Halide::Parameter weights;   // the weight input, where a schedule prefetches it
-  std::string name;            // the stage of `acc` (int8 panels: <name>_panels holds the sums)
 };
 
 // q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
@@ -42,8 +41,6 @@ inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
                   ctx.extent("t"),
                   ctx.extent("batch"),
                   ctx.extent("heads")});
-  for (std::size_t i = 0; i < outs.size(); ++i)
-    gs[i].name = outs[i].first;
   return gs;
 }
 
@@ -58,10 +55,7 @@ dot_product_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pa
                              "' is not a quantized_linear's or bf16_linear's");
     stage.resize(stage.size() - suffix.size());
   }
-  std::vector<gemm_stage> gs = head_projection_stages(ctx, outs);
-  for (gemm_stage& g : gs) // stage "<which>_proj" reads the weights "w_<which>" (dsl/kernels.hpp)
-    g.weights = ctx.input_parameter("w_" + g.name.substr(0, g.name.find('_')));
-  return gs;
+  return head_projection_stages(ctx, outs);
 }
 
 // Merge heads + bias + residual: the reduction runs over (d_k, heads).
@@ -70,7 +64,6 @@ inline gemm_stage out_projection_stage(const dsl::lowering& ctx, Halide::Func ou
   gemm_stage g{out,        ctx.stage("proj"),     ctx.var("d_model"), ctx.var("t"),       {}, ctx.var("batch"),
                {r.x, r.y}, ctx.extent("d_model"), ctx.extent("t"),    ctx.extent("batch")};
   g.weights = ctx.input_parameter("w");
-  g.name = "proj";
   return g;
 }
 
@@ -82,7 +75,6 @@ inline gemm_stage plain_gemm_stage(const dsl::lowering& ctx, Halide::Func out, c
       out,           ctx.stage(acc),  ctx.var(o),         ctx.var("t"), {}, ctx.var("batch"), {ctx.rdom(acc).x},
       ctx.extent(o), ctx.extent("t"), ctx.extent("batch")};
   g.weights = ctx.input_parameter(weights);
-  g.name = acc;
   return g;
 }
 

@@ -148,9 +148,10 @@ inline void prefetch_next_tiles(Halide::Stage reduction, const gemm_stage& g, co
 inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const panel_tile& p,
                        const Halide::Expr& condition, bool quads, int prefetch_tiles) {
   using namespace Halide;
-  const RDom r = ctx.rdom(g.name);
+  const std::string name = ctx.stage_name(g.acc);
+  const RDom r = ctx.rdom(name);
   const Var lane("lane"), panel("panel"), pair("pair"), rows = p.decode ? g.batch : g.t;
-  Func sums = ctx.stage(g.name + "_panels");
+  Func sums = ctx.stage(name + "_panels");
   std::vector<VarOrRVar> order{r[0]};
   if (!quads)
     order.push_back(pair);
@@ -170,7 +171,7 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const pane
     tile(in(sums), in(sums.update()));
     return;
   }
-  Func pairs = ctx.stage(g.name + "_pairs");
+  Func pairs = ctx.stage(name + "_pairs");
   in(sums).vectorize(lane).unroll(panel).unroll(rows);
   Stage pure = in(pairs);
   pure.vectorize(pair);
@@ -185,12 +186,13 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   if (in.conditioned())
     throw std::invalid_argument("the int8 GEMM schedule takes one knob set: no shape buckets");
   const bool quads = ctx.int8_quads;
-  const RDom r = ctx.rdom(g.name);
+  const std::string name = ctx.stage_name(g.acc);
+  const RDom r = ctx.rdom(name);
   const Expr decode = g.t_extent == 1;
   const int panels = k["tile_panels"];
   if (dsl::panels::panel_group % panels != 0)
     throw std::invalid_argument("tile_panels must divide the weights' panel group");
-  Func sums = ctx.stage(g.name + "_panels");
+  Func sums = ctx.stage(name + "_panels");
   std::vector<std::pair<panel_tile, Expr>> branches;
   for (bool d : {true, false})
     for (int rows : panel_tile_rows(panels, k["tile_rows"], target, quads))
@@ -200,7 +202,7 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   panel_output(g, g.out, {panels, 1, false}, r, k);
   sums.compute_at(g.out, Var("tile")).bound_extent(Var("lane"), dsl::panels::lanes).bound_extent(Var("panel"), panels);
   if (!quads)
-    ctx.stage(g.name + "_pairs").compute_at(g.out, Var("tile"));
+    ctx.stage(name + "_pairs").compute_at(g.out, Var("tile"));
   for (const auto& [p, condition] : branches)
     panel_sums(ctx, g, p, condition, quads, k["tile_prefetch"]);
   panel_sums(ctx, g, {panels, 1, false}, Expr(), quads, 0);

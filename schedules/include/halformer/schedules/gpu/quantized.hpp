@@ -17,9 +17,10 @@ inline void schedule_panel_gemm(const dsl::lowering& ctx, gemm_stage g, const kn
   const Expr decode = g.t_extent == 1;
   tile_gemm_output(g, g.out.specialize(decode), g.batch, k);
   tile_gemm_output(g, g.out, g.t, k);
-  ctx.stage(g.name + "_panels").compute_at(g.out, Var("ot"));
-  if (ctx.has_stage(g.name + "_pairs"))
-    ctx.stage(g.name + "_pairs").compute_at(g.out, Var("ot"));
+  const std::string name = ctx.stage_name(g.acc);
+  ctx.stage(name + "_panels").compute_at(g.out, Var("ot"));
+  if (ctx.has_stage(name + "_pairs"))
+    ctx.stage(name + "_pairs").compute_at(g.out, Var("ot"));
 }
 
 inline void quantized_input(const dsl::lowering& ctx, const std::string& name) {
