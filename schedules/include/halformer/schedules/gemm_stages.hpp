@@ -1,6 +1,10 @@
 // The GEMM-shaped stages of the kernels (projections, FFN, logits), described once
 // for every schedule: which Func holds the reduction, which dims are the output
 // feature, the rows and the batch. cpu/gemm.hpp and gpu/gemm.hpp schedule them.
+// This file's code is part of the float32 GEMMs' schedule revisions (cpu_gemm,
+// cpu_ffn in schedules/CMakeLists.txt): any change to it retires their tuned
+// records on every machine, so what only the int8 or bfloat16 schedules need
+// lives in cpu/panels.hpp, cpu/quantized.hpp or the lowering.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
