@@ -83,6 +83,9 @@ std::vector<kcase> cases(const std::vector<std::string>& typed) {
     add("qkv_projection", phase, heads + rows, false);
     add("q_projection", phase, heads + rows, false);
     add("attention", phase, heads + ",tk=" + cache + ",causal=1" + rows, false);
+    if (r >= 8) // beam 4: the cross-attention of r / 4 sources over their 128-token memories
+      add("attention", phase + " (beam 4 cross)",
+          heads + ",tk=" + cache + ",causal=0,step=1,t=4,batch=" + std::to_string(r / 4), false);
     add("out_projection", phase, heads + rows, false);
     add("ffn_relu", phase, d + ",d_ff=2048" + rows, false);
     add("layernorm", phase, d + rows, false);

@@ -174,7 +174,7 @@ std::string estimates_of(const std::string& shape) {
     m["tk"] = m["n"], m.erase("n");
   if (!m.count("tk") && m.count("t"))
     m["tk"] = m["t"];
-  m.erase("causal");
+  m.erase("causal"), m.erase("step"); // attention's scalars, not dimensions
   std::string out;
   for (const auto& [k, v] : m)
     out += (out.empty() ? "" : "/") + k + ":" + std::to_string(v);

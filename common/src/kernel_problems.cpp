@@ -113,8 +113,9 @@ problem attention(shape_args& s) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], TK = s["tk"], B = s["batch"], causal = s["causal"];
   const int offset = causal ? TK - T : 0; // queries are the last T positions (decode: T = 1)
+  const int step = s.get("step", 0);      // a decode step's queries: T beams of each source
   p.f_names = {"q", "k", "v", "out"}, p.i_names = {"kv_rows", "lengths"}, p.outputs = {"out"};
-  p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset)};
+  p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset), bool_scalar("decode_step", step != 0)};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1), fb(DK, T, H, B)},
                {ib(TK, B), ib(B)}};
@@ -337,7 +338,7 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
         "d_k=32,heads=2,t=9,tk=11,batch=2,causal=1", "d_k=32,heads=3,t=1,tk=40,batch=3,causal=0",
-        "d_k=64,heads=2,t=1,tk=9,batch=66,causal=1"}},
+        "d_k=64,heads=2,t=1,tk=9,batch=66,causal=1", "d_k=64,heads=8,t=4,tk=37,batch=3,causal=0,step=1"}},
       {"layernorm",
        {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1", "d_model=33,t=1,batch=65"}},
       {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1", "n=333,t=1,batch=65"}},

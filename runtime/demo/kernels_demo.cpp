@@ -70,7 +70,7 @@ int main() {
       {"embedding",
        timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, false, x), "embedding"); })},
       {"qkv_projection", timed([&] { check(hf_qkv_projection(x, wq, wk, wv, bq, bk, bv, q, k, v), "qkv"); })},
-      {"attention", timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, a), "attention"); })},
+      {"attention", timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, false, a), "attention"); })},
       {"out_projection", timed([&] { check(hf_out_projection(a, wo, bo, x, y), "out_projection"); })},
       {"layernorm", timed([&] { check(hf_layernorm(y, gamma, beta, 1e-5f, n1), "layernorm"); })},
       {"ffn_relu", timed([&] { check(hf_ffn_relu(n1, n1, w1, b1, w2, b2, f), "ffn"); })},

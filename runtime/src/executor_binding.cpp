@@ -185,6 +185,7 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     op.value = o.value;
     return op;
   case role::position:
+  case role::decode_step:
   case role::layer_norm_eps:
   case role::embedding_scale:
   case role::split_positions:

@@ -138,7 +138,9 @@ TEST_CASE("the chunked attention lowering matches a direct softmax, keys by thei
   auto offset = param("offset", i32);
   ctx.bind(causal, Halide::Expr(causal_in));
   ctx.bind(offset, Halide::Expr(offset_in));
-  Halide::Func out = ctx.lower(attention("attention", q, k, v, rows, l, causal, offset)).f;
+  auto step = param("decode_step", boolean); // the chunked algorithm, which kv_chunk 4 shapes
+  ctx.bind(step, Halide::Expr(false));
+  Halide::Func out = ctx.lower(attention("attention", q, k, v, rows, l, causal, offset, step)).f;
   auto qb = random_buffer(rng, {DK, T, H, B}), kb = random_buffer(rng, {DK, TK, H, ROWS}),
        vb = random_buffer(rng, {DK, TK, H, ROWS});
   Halide::Buffer<int> lb(B), rb(TK, B);

@@ -12,6 +12,7 @@ struct case_ {
   int d_k, tq, tk, heads, batch;
   bool causal;
   int offset;
+  bool decode_step = false; // the queries are a decode step's (a source's beams): the direct algorithm
 };
 
 std::vector<int> random_lengths(int batch, int tk) {
@@ -48,7 +49,7 @@ Buffer<float> gathered(const Buffer<float>& x, const Buffer<int32_t>& rows) {
 void check_attention(const case_& c, const std::vector<int>& lengths, float scale = 1.0f, bool shared_rows = true) {
   const int kv_rows = shared_rows ? c.batch + 1 : c.batch;
   INFO("d_k " << c.d_k << " tq " << c.tq << " tk " << c.tk << " heads " << c.heads << " batch " << c.batch << " causal "
-              << c.causal << " offset " << c.offset << " k/v rows " << kv_rows);
+              << c.causal << " offset " << c.offset << " decode step " << c.decode_step << " k/v rows " << kv_rows);
   auto q = test::random({c.d_k, c.tq, c.heads, c.batch}, scale),
        k = test::random({c.d_k, c.tk, c.heads, kv_rows}, scale), v = test::random({c.d_k, c.tk, c.heads, kv_rows});
   Buffer<int32_t> rows = shared_rows ? random_rows(c.tk, c.batch, kv_rows) : identity_rows(c.tk, c.batch);
@@ -56,7 +57,7 @@ void check_attention(const case_& c, const std::vector<int>& lengths, float scal
   for (int b = 0; b < c.batch; ++b)
     len(b) = lengths[b];
   Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
-  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, out));
+  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, c.decode_step, out));
   CHECK_CLOSE(out,
               ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)), lengths,
                              c.causal, c.offset),
@@ -82,7 +83,7 @@ TEST_CASE("a k/v row table naming rows outside k reads the nearest row, never ou
     rows.for_each_element([&](int key, int b) { rows(key, b) = key % 2 ? -5 : 1000; });
     len.fill(tk);
     Buffer<float> out(d_k, tq, heads, batch);
-    REQUIRE_OK(HF(attention)(q, k, v, rows, len, false, 0, out));
+    REQUIRE_OK(HF(attention)(q, k, v, rows, len, false, 0, tq == 1, out));
     CHECK_CLOSE(out,
                 ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)),
                                {tk, tk}, false, 0),
@@ -118,6 +119,46 @@ TEST_CASE("decode steps: one query against a cache", "[attention][decode]") {
     }
 }
 
+TEST_CASE("a decode step's several queries: a source's beams in cross-attention", "[attention][decode]") {
+  // decode_step with tq = beams: every query reads all of its source's keys, in
+  // tasks of several heads or not, with and without shared rows.
+  for (int tk : {1, 7, 128, 333})
+    for (int heads : {8, 3})
+      for (bool shared_rows : {false, true})
+        check_attention(case_{64, 4, tk, heads, 3, false, 0, true}, random_lengths(3, tk), 1.0f, shared_rows);
+  for (int d_k : {32, 20, 7})
+    check_attention(case_{d_k, 5, 41, 2, 2, false, 0, true}, random_lengths(2, 41));
+  check_attention(case_{64, 2, 9, 2, 3, false, 0, true}, {0, 9, 1}); // a source with no keys: zeros
+}
+
+TEST_CASE("a decode step's beams each get the bits of a one-query step", "[attention][decode]") {
+  // The direct algorithm computes each query alone, so a source's beams decoded
+  // together get the bits each would get as a one-query step; the chunked
+  // algorithm sums in another order, so this also shows decode_step chose.
+  const int d_k = 64, beams = 4, tk = 77, heads = 8, batch = 2;
+  auto q = test::random({d_k, beams, heads, batch}), k = test::random({d_k, tk, heads, batch}),
+       v = test::random({d_k, tk, heads, batch});
+  Buffer<int32_t> len(batch);
+  len(0) = tk, len(1) = 30;
+  Buffer<float> together(d_k, beams, heads, batch), chunked(d_k, beams, heads, batch);
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, true, together));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, chunked));
+  int differ_from_chunked = 0;
+  for (int beam = 0; beam < beams; ++beam) {
+    Buffer<float> one = q.cropped(1, beam, 1), alone(d_k, 1, heads, batch);
+    one.translate(1, -beam);
+    REQUIRE_OK(HF(attention)(one, k, v, identity_rows(tk, batch), len, false, 0, true, alone));
+    alone.for_each_element([&](int d, int, int h, int b) {
+      CHECK(alone(d, 0, h, b) == together(d, beam, h, b));
+      differ_from_chunked += alone(d, 0, h, b) != chunked(d, beam, h, b);
+    });
+  }
+#ifndef HALFORMER_TEST_OPENCL // the GPU knobs set no decode_lanes: every call takes the chunked algorithm
+  INFO("elements where the chunked algorithm's bits differ: " << differ_from_chunked);
+  CHECK(differ_from_chunked > 0);
+#endif
+}
+
 TEST_CASE("fully masked rows give zeros, not NaN", "[attention][masks]") {
   // Length 0 masks every key of that batch row.
   for (int tq : {5, 1}) // several queries; a decode step
@@ -139,7 +180,7 @@ void check_strided_cache(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk, len(1) = 20;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, true, tk - tq, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, true, tk - tq, tq == 1, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
               test::rtol);
 }
@@ -164,7 +205,7 @@ void check_large_logits(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, out));
   double max_logit = 0;
   for (int t = 0; t < tq; ++t)
     for (int j = 0; j < tk; ++j) {

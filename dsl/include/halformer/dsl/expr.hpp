@@ -325,8 +325,11 @@ template <class D, class T, Tensor O, Tensor S> auto sinusoidal(std::string name
 // is a tree of rows that share their prefixes, so reordering beams rewrites this
 // table and copies no keys (an identity table reads row b). lengths (batch) masks
 // keys >= length, causal masks keys > query + offset. Result (d_k, t, heads, batch).
-template <Tensor Q, Tensor K, Tensor V, Tensor R, Tensor L, Tensor C, Tensor O>
-auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, O offset) {
+// decode_step (boolean) says the call's queries are one decode step's hypotheses
+// (one position per row, or a source's beams as the queries of its
+// cross-attention): lowering::attention_takes_direct says what it decides.
+template <Tensor Q, Tensor K, Tensor V, Tensor R, Tensor L, Tensor C, Tensor O, Tensor S>
+auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, O offset, S decode_step) {
   using namespace dims;
   static_assert(std::is_same_v<shape_t<Q>, decltype(shape(d_k, t, heads, batch))>,
                 "halformer::dsl::attention: q must be (d_k, t, heads, batch)");
@@ -341,7 +344,7 @@ auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, 
   static_assert(dtype_v<R> == dtype::i32 && dtype_v<L> == dtype::i32,
                 "halformer::dsl::attention: kv_rows and lengths must be int32");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
-              std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset));
+              std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset), std::move(decode_step));
 }
 
 // ---- greedy choice ----------------------------------------------------------------

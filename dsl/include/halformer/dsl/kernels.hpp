@@ -86,9 +86,10 @@ struct attention {
   decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
   decltype(param("causal", boolean)) causal = param("causal", boolean);
   decltype(param("offset", i32)) offset = param("offset", i32);
+  decltype(param("decode_step", boolean)) decode_step = param("decode_step", boolean);
 
-  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset); }
-  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset); }
+  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step); }
+  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset, decode_step); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 

@@ -23,6 +23,7 @@ enum class role {
   kv_rows,         // per key position and batch row: the row of k/v attention reads (int32, dsl::attention)
   constant,        // a scalar fixed by the description (causal, offset 0)
   position,        // a scalar: the first position of this decode call
+  decode_step,     // a scalar: whether this decoder call advances each hypothesis by one position
   layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
   embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
   split_positions, // a scalar: the configuration's sinusoid layout (true: sines then cosines)
@@ -32,8 +33,8 @@ enum class role {
 
 // Whether an operand of this role is a scalar argument (not a buffer).
 constexpr bool is_scalar(role r) {
-  return r == role::constant || r == role::position || r == role::layer_norm_eps || r == role::embedding_scale ||
-         r == role::split_positions;
+  return r == role::constant || r == role::position || r == role::decode_step || r == role::layer_norm_eps ||
+         r == role::embedding_scale || r == role::split_positions;
 }
 
 // A tensor (or scalar) of the model, with its role.
@@ -56,6 +57,7 @@ template <class Seq> auto kv_rows(std::string name, Seq seq) {
 using scalar_ref = tensor_ref<hana::tuple<>>;
 inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
 inline scalar_ref position() { return {"position", role::position}; }
+inline scalar_ref decode_step() { return {"decode_step", role::decode_step}; }
 inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
 inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding_scale}; }
 inline scalar_ref split_positions() { return {"split_positions", role::split_positions}; }

@@ -46,7 +46,8 @@ auto self_attention(T seq, NormFirst norm_first, G gemms, const std::string& pre
   auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
                  at.kv_rows >> kv_rows(causal ? "tgt_rows" : "src_rows", seq),
                  at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
-                 at.offset >> position(), out::head_layout("out") >> heads_("context"));
+                 at.offset >> position(), at.decode_step >> (causal ? decode_step() : constant(false)),
+                 out::head_layout("out") >> heads_("context"));
   auto proj = out_projection_step(gemms, seq, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
     return hana::make_tuple(norm_step(seq, norm_weights, x, normed), qkv, att, proj);
@@ -71,6 +72,7 @@ auto cross_attention(NormFirst norm_first, G gemms, const std::string& prefix, c
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
                  at.lengths >> lengths("src_lengths"), at.causal >> constant(false), at.offset >> constant(0),
+                 at.decode_step >> decode_step(),
                  out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
   auto proj = out_projection_step(gemms, tgt, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)

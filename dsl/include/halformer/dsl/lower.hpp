@@ -144,15 +144,22 @@ public:
   }
   bool has_extent(const std::string& dim) const { return extents_.count(dim) != 0; }
 
-  // Attention calls of at most this many queries take the direct algorithm
-  // (lower_attention.hpp): decode steps. Not more: the choice must not depend on
-  // a batch's padding, or a sentence's bits would differ alone and in a batch
-  // (tests/runtime/parity_test.cpp). One query passes: the encoder sees t = 1 only
-  // for a one-token source, whose one key gives both algorithms exactly v. (A
-  // source's 4 beams in cross-attention ran 2.1 -> 1.5-2.0 ms direct, Zen 3, 8
-  // heads, 128 keys, 32 sources; but a 4-token source's encoder has t = 4 too.)
-  static constexpr int attention_direct_queries = 1;
-  Halide::Expr attention_takes_direct() const { return extent("t") <= attention_direct_queries; }
+  // Whether the attention call takes the direct algorithm (lower_attention.hpp):
+  // a decode step (its `decode_step` scalar) or a call of one query. Not by the
+  // query count alone: the choice must not depend on a batch's padding, or a
+  // sentence's bits would differ alone and in a batch (tests/runtime/
+  // parity_test.cpp), and a 4-token source's encoder has t = 4 as a source's 4
+  // beams in cross-attention do. A decode step's t is the beam count, which no
+  // padding changes; one query passes, as the encoder sees t = 1 only for a
+  // one-token source, whose one key gives both algorithms exactly v. A source's
+  // 4 beams (Zen 5, 2 threads, 8 heads, 128 keys, 32 sources): 1.24 ms chunked,
+  // whose per-head transposition of the keys gathers them one by one, 0.78
+  // direct.
+  Halide::Expr attention_takes_direct() const {
+    if (!attention_decode_step_.defined())
+      throw std::logic_error("lowering: attention_takes_direct() before an attention was lowered");
+    return extent("t") <= 1 || attention_decode_step_;
+  }
 
   // ---- stages -------------------------------------------------------------------
 
@@ -512,6 +519,7 @@ private:
   // Attention: lower_attention.hpp.
   template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&);
   struct attention_operands;
+  Halide::Expr attention_decode_step_; // the lowered attention's decode_step scalar
   Halide::Expr attention_chunked(const std::string& name, const attention_operands& at);
   Halide::Expr attention_direct(const std::string& name, const attention_operands& at, int lanes);
 };

@@ -7,11 +7,11 @@
 //   stage is Tq x Tk per head unless a schedule computes it so. The keys are
 //   transposed once per head (k_t, key index innermost) so that q.k vectorises
 //   across keys; many queries share that copy.
-// - One query (a decode step; lowering::attention_direct_queries), when
+// - A decode step's queries or one query (lowering::attention_takes_direct), when
 //   options["decode_lanes"] > 0: the keys are read as stored (d_k innermost). Per
 //   key, `decode_lanes` partial sums of q.k across d_k, then their sum. With one
-//   query the transposition would cost as much as the scores, for keys read once
-//   per step (a cache, or the encoder memory's).
+//   query (or a source's few beams) the transposition would cost as much as the
+//   scores, for keys read once per step (a cache, or the encoder memory's).
 // Both share the masks (lowering::valid) and define a row with no valid key as zeros,
 // and both read key j of query row b from k/v row kv_rows(j, b), clamped into k's
 // rows (a bad table reads a wrong row, never outside the buffer).
@@ -39,6 +39,7 @@ template <class Args> void lowering::build(const op::attention& o, lowered& r, s
   const attention_operands at{
       a[0], a[1], a[2], a[3], a[4], Halide::cast<int>(scalar_of(a[5])), scalar_of(a[6]), extent("kv_row")};
   Halide::Var d("d_k"), t("t"), h("heads"), b("batch");
+  attention_decode_step_ = Halide::cast<bool>(scalar_of(a[7]));
   Halide::Expr value = attention_chunked(o.name, at);
   if (const int lanes = options.count("decode_lanes") ? options.at("decode_lanes") : 0; lanes > 0)
     value = Halide::select(attention_takes_direct(), attention_direct(o.name, at, lanes), value);
