@@ -25,6 +25,35 @@ struct usable_at {
 
 std::string ms(double v) { return std::to_string(v) + " ms"; }
 
+// The sections whose verified knob-set records on this hardware were all measured
+// with another revision of the section's schedule: a build would otherwise lose
+// them silently (the count of tuned sets drops, nothing says why).
+std::vector<std::string> retired_sections(const std::vector<record>& records, const usable_at& usable) {
+  std::map<std::string, std::set<int>> earlier;
+  std::set<std::string> current;
+  for (const auto& r : records) {
+    if (r.hardware != usable.hw.key() || !r.verified() || !autoscheduler_of(r.knobs).empty())
+      continue;
+    const auto now = usable.revisions.find(r.knob_section);
+    if (r.schedule_revision == (now == usable.revisions.end() ? 1 : now->second))
+      current.insert(r.knob_section);
+    else
+      earlier[r.knob_section].insert(r.schedule_revision);
+  }
+  std::vector<std::string> retired;
+  for (const auto& [section, revisions] : earlier) {
+    if (current.count(section))
+      continue;
+    std::string list;
+    for (int v : revisions)
+      list += (list.empty() ? "" : ", ") + std::to_string(v);
+    const auto now = usable.revisions.find(section);
+    retired.push_back(section + " (revision" + (revisions.size() > 1 ? "s " : " ") + list + "; now " +
+                      std::to_string(now == usable.revisions.end() ? 1 : now->second) + ")");
+  }
+  return retired;
+}
+
 // Section-level values: the record at the section's first primary shape that has
 // one; the decode GEMV branch's knobs ("gemv_*"), which prefill shapes never run,
 // from the first one-row decode shape's.
@@ -138,6 +167,7 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
   const usable_at usable{hw, revisions};
   export_report report;
   adopt_section_records(knobs, records, shapes, usable, report);
+  report.retired = retired_sections(records, usable);
 
   nlohmann::json buckets = knobs.value("_buckets", nlohmann::json::object());
   for (const auto& [kernel, plan] : plans) {

@@ -28,6 +28,9 @@ struct export_report {
   std::vector<std::string> tuned;     // "section.isa (kernel shape: 1.23 ms)", "kernel@bucket.isa (...)"
   std::vector<std::string> defaulted; // "section.isa"
   std::vector<std::string> unplanned; // shapes in a bucket the kernel has no knob set for
+  // Sections this hardware has tuned records of, all measured with earlier revisions
+  // of their schedule (a change to its files retired them): "section (revisions 3, 5; now 9)".
+  std::vector<std::string> retired;
 };
 
 // The shape buckets a kernel has knob sets for, and its knob section.

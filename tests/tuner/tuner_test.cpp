@@ -338,9 +338,12 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
     r2.schedule_revision = 7;
     CHECK(record::from_json(r2.to_json(), "test").schedule_revision == 7);
   }
-  // A record measured with an older revision of the schedule is not used.
+  // A record measured with an older revision of the schedule is not used, and the
+  // report names the section whose records that retired.
+  CHECK(report.retired.empty());
   report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k3.json", {{"layernorm", 2}});
   CHECK(report.tuned.empty());
+  CHECK(report.retired == std::vector<std::string>{"layernorm (revision 1; now 2)"});
 
   std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
