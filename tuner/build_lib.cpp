@@ -18,12 +18,6 @@ void run_or_throw(const std::vector<std::string>& argv, const std::string& what,
   if (!p.ok())
     throw error(what + " failed (" + p.describe() + "): " + (p.err + p.out).substr(0, 3000));
 }
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v)
-    s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 } // namespace
 
 // The GPU API of a Halide target string ("cuda", "opencl"), or "" for a CPU target.

@@ -181,6 +181,13 @@ std::string estimates_of(const std::string& shape) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string s;
+  for (const auto& x : items)
+    s += (s.empty() ? "" : separator) + x;
+  return s;
+}
+
 std::string knobs_text(const knob_set& k) {
   std::string s;
   for (const auto& [n, v] : k)

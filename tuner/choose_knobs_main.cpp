@@ -102,15 +102,11 @@ int main(int argc, char** argv) {
     }
     const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
                                 cat.bucket_plans(), cat.algorithm_knobs);
-    if (!r.retired.empty()) {
-      std::string list;
-      for (const auto& s : r.retired)
-        list += (list.empty() ? "" : ", ") + s;
+    if (!r.retired.empty())
       std::printf("schedules: warning: this hardware's tuned records of %s were measured with earlier revisions of "
                   "their schedules (their source files have changed since), so the build runs their hand defaults; "
                   "`halformer tune` measures the current revisions\n",
-                  list.c_str());
-    }
+                  join(r.retired, ", ").c_str());
     for (const auto& u : r.unplanned)
       std::printf("schedules: no knob set for the bucket of %s: it runs the section's values\n", u.c_str());
     const std::string why_not_own = (fs::exists(own) ? "stale " : "no ") + own + " for this hardware";

@@ -16,10 +16,15 @@ namespace {
 struct usable_at {
   const hardware& hw;
   const std::map<std::string, int>& revisions;
+  // A section the catalog does not list counts as revision 1 (export_knobs.hpp).
+  int revision_of(const std::string& section) const {
+    const auto it = revisions.find(section);
+    return it == revisions.end() ? 1 : it->second;
+  }
   bool operator()(const record& r, const std::string& section, const std::string& isa, const std::string& kernel,
                   const std::string& shape) const {
-    const int revision = revisions.count(section) ? revisions.at(section) : 1;
-    return r.knob_section == section && tuned_candidate(r, kernel, shape, target_of_isa(isa), hw.key(), revision);
+    return r.knob_section == section &&
+           tuned_candidate(r, kernel, shape, target_of_isa(isa), hw.key(), revision_of(section));
   }
 };
 
@@ -34,8 +39,7 @@ std::vector<std::string> retired_sections(const std::vector<record>& records, co
   for (const auto& r : records) {
     if (r.hardware != usable.hw.key() || !r.verified() || !autoscheduler_of(r.knobs).empty())
       continue;
-    const auto now = usable.revisions.find(r.knob_section);
-    if (r.schedule_revision == (now == usable.revisions.end() ? 1 : now->second))
+    if (r.schedule_revision == usable.revision_of(r.knob_section))
       current.insert(r.knob_section);
     else
       earlier[r.knob_section].insert(r.schedule_revision);
@@ -44,12 +48,11 @@ std::vector<std::string> retired_sections(const std::vector<record>& records, co
   for (const auto& [section, revisions] : earlier) {
     if (current.count(section))
       continue;
-    std::string list;
+    std::vector<std::string> measured;
     for (int v : revisions)
-      list += (list.empty() ? "" : ", ") + std::to_string(v);
-    const auto now = usable.revisions.find(section);
-    retired.push_back(section + " (revision" + (revisions.size() > 1 ? "s " : " ") + list + "; now " +
-                      std::to_string(now == usable.revisions.end() ? 1 : now->second) + ")");
+      measured.push_back(std::to_string(v));
+    retired.push_back(section + " (revision" + (revisions.size() > 1 ? "s " : " ") + join(measured, ", ") + "; now " +
+                      std::to_string(usable.revision_of(section)) + ")");
   }
   return retired;
 }

@@ -172,8 +172,9 @@ std::vector<seed> seeds_from_similar_hardware(const std::vector<record>& records
                                               const std::string& shape, const std::string& target,
                                               const std::string& this_hardware, const knob_space& space, std::size_t n);
 
-std::string now_iso();                          // "2026-11-22T21:52:47Z", records' time
-std::string knobs_text(const knob_set& k);      // "a=1,b=2"
+std::string now_iso();                     // "2026-11-22T21:52:47Z", records' time
+std::string knobs_text(const knob_set& k); // "a=1,b=2"
+std::string join(const std::vector<std::string>& items, const std::string& separator);
 std::string generator_knobs(const knob_set& k); // "a:1/b:2", the generator's knobs= value
 
 // Autoscheduler candidates live in the same space as knob sets: the knob set

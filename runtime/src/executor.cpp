@@ -158,7 +158,7 @@ fbuffer executor::view(const operand& o, bool grouped) const {
 
 executor::scalar_value executor::scalar(const operand& o) const {
   const double v = o.kind == role::position         ? pos_
-                   : o.kind == role::decode_step    ? double(t_ == 1) // a beam count of queries, never padding's
+                   : o.kind == role::decode_step    ? double(t_ == 1) // one position per hypothesis (beams as queries)
                    : o.kind == role::layer_norm_eps ? config_.layer_norm_eps
                    : o.kind == role::embedding_scale
                        ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)

@@ -144,12 +144,11 @@ inline void prefetch_next_tiles(Halide::Stage reduction, const gemm_stage& g, co
 }
 
 // The sums of one tile: lanes across the vector, the tile's panels and rows
-// unrolled around each step of the reduction (member, group, other inputs).
-inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const panel_tile& p,
-                       const Halide::Expr& condition, bool quads, int prefetch_tiles) {
+// unrolled around each step of the reduction (member, group, other inputs);
+// `name` and `r`: the GEMM's stage and reduction, which panel_gemm looked up.
+inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std::string& name, const Halide::RDom& r,
+                       const panel_tile& p, const Halide::Expr& condition, bool quads, int prefetch_tiles) {
   using namespace Halide;
-  const std::string name = ctx.stage_name(g.acc);
-  const RDom r = ctx.rdom(name);
   const Var lane("lane"), panel("panel"), pair("pair"), rows = p.decode ? g.batch : g.t;
   Func sums = ctx.stage(name + "_panels");
   std::vector<VarOrRVar> order{r[0]};
@@ -204,8 +203,8 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   if (!quads)
     ctx.stage(name + "_pairs").compute_at(g.out, Var("tile"));
   for (const auto& [p, condition] : branches)
-    panel_sums(ctx, g, p, condition, quads, k["tile_prefetch"]);
-  panel_sums(ctx, g, {panels, 1, false}, Expr(), quads, 0);
+    panel_sums(ctx, g, name, r, p, condition, quads, k["tile_prefetch"]);
+  panel_sums(ctx, g, name, r, {panels, 1, false}, Expr(), quads, 0);
 }
 
 } // namespace halformer::schedules::cpu
