@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """halformer's benchmark, one command (see bench/README.md):
 
-    .venv/bin/python bench/run.py [--out DIR] [--threads 2] [--quick | --smoke] [--full]
+    .venv/bin/python bench/run.py [--out DIR] [--threads 2] [--quick | --smoke] [--full] [--isa avx2]
 
 On this machine, in one run: machine limits (FMA peak, memory bandwidth), every
 kernel at Transformer-base shapes against oneDNN and OpenBLAS sgemm (GEMM-shaped
@@ -11,6 +11,8 @@ CTranslate2 with the same weights and threads. Writes a markdown report, CSV, JS
 and SVG charts into --out (default bench/results/<cpu>, one directory per CPU kind,
 e.g. amd-epyc-zen2-avx2), with the machine's state and the exact commands.
 --smoke runs every step once at the smallest size (CI: catches breakage, not speed).
+--isa avx2 measures an AVX-512 CPU as an AVX2-only one would run: every system
+capped at AVX2 (ISA_CAP below), its report in its own directory.
 
 Measurement: every number is a median with min-max over samples; kernels and
 their sgemm baselines are interleaved sample by sample in one process; the
@@ -32,6 +34,16 @@ BIN = os.path.join(BUILD, "bin")
 TORCH_PY = "/usr/bin/python3"  # Debian's python3-torch
 VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
 COMMANDS = []
+
+
+# What caps each system at AVX2 (--isa avx2): halformer's dispatch, CTranslate2's
+# own kernels, and oneDNN (CTranslate2's GEMMs and the sgemm baseline), which
+# otherwise take AVX-512 where the CPU has it even though CTranslate2 keeps its
+# own kernels at AVX2 by default (DNNL_ is the older oneDNN's name, Debian's);
+# OpenBLAS's core type (the other baseline); PyTorch's kernels and its MKL.
+ISA_CAP = {"avx2": {"HALFORMER_ISA": "avx2", "CT2_FORCE_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                    "DNNL_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
+                    "MKL_ENABLE_INSTRUCTIONS": "AVX2"}}
 
 
 def log(msg):
@@ -120,8 +132,15 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer samples and cases (a smoke run)")
     p.add_argument("--full", action="store_true", help="also PyTorch beam-4 at batch 32 (~10 minutes alone)")
     p.add_argument("--smoke", action="store_true", help="every step once, at the smallest size (CI)")
+    p.add_argument("--isa", choices=sorted(ISA_CAP), help="cap every system at this ISA (an AVX-512 CPU as an "
+                   "AVX2-only one would run)")
     a = p.parse_args()
     kind, kind_text = cpu_kind()
+    if a.isa:
+        if a.isa == "avx2" and not kind.endswith("avx512"):
+            raise SystemExit("--isa avx2 caps an AVX-512 CPU; this one runs AVX2 or less already: run without it")
+        os.environ.update(ISA_CAP[a.isa])  # every child process: kernels, baselines, CTranslate2
+        kind, kind_text = f"{kind}-capped-{a.isa}", f"{kind_text}, every system capped at {a.isa.upper()}"
     a.out = a.out or os.path.join(ROOT, "bench", "results", kind)
     os.makedirs(a.out, exist_ok=True)
     t = str(a.threads)
@@ -145,7 +164,7 @@ def main():
     log("machine limits: FMA peak, bandwidth")
     limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "1" if a.smoke else "5"])
     # The widest ISA this CPU has (an ISA it lacks is null in bench_limits' output).
-    peak = limits["fma_peak_gflops"]["avx512"] or limits["fma_peak_gflops"]["avx2"]
+    peak = (None if a.isa else limits["fma_peak_gflops"]["avx512"]) or limits["fma_peak_gflops"]["avx2"]
     # Kernels read (weights, caches) far more than they write: % of the read-only bandwidth.
     bw = limits["bandwidth_gbps"]["read"]
 
@@ -169,7 +188,8 @@ def main():
     kernels = []
     for (kernel, phase), rows in kruns.items():
         k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
-             "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows])}
+             "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
+             "isa": rows[0].get("isa")}
         for base in ("onednn_sgemm", "openblas_sgemm"):
             if base in rows[0]:
                 k[base] = combine([x[base] for x in rows])
@@ -220,7 +240,7 @@ def main():
                       samples, False, INT8) for mode, batch in natural_cases[:1]]
     # bfloat16 where the CPU has AVX-512 BF16 (CTranslate2 has no CPU bfloat16: its
     # float32 is the peer); the ratio to halformer float32 comes from the e2e rows.
-    bf16, bf16_unavailable = [], bf16_missing()
+    bf16, bf16_unavailable = [], bf16_missing(a.isa)
     if not bf16_unavailable:
         bf16 = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, BF16)
                 for mode, batch in int8_cases]
@@ -258,9 +278,11 @@ INT8 = ("int8", "int8_float32")
 BF16 = ("bfloat16", "float32")
 
 
-def bf16_missing():
+def bf16_missing(isa_cap):
     """None where halformer runs bfloat16 on this CPU (its avx512_vnni kernel ISA),
     else why not, as `halformer info` says."""
+    if isa_cap:
+        return f"not run: --isa {isa_cap} caps the kernels below AVX-512 BF16"
     info = subprocess.run([os.path.join(BIN, "halformer"), "info"], capture_output=True, text=True).stdout
     supports = next((l for l in info.splitlines() if l.startswith("CPU supports:")), "")
     if " avx512_vnni" in supports:
@@ -334,9 +356,13 @@ def e2e_table(cases):
 
 def write_report(a, res, peak, bw):
     m, lim = res["machine"], res["limits"]
+    cap = (f"Every process ran with {' '.join(f'{k}={v}' for k, v in ISA_CAP[a.isa].items())}: halformer's "
+           "kernels, CTranslate2 (its own kernels and its oneDNN GEMMs), PyTorch and both sgemm baselines at AVX2, "
+           "as on a CPU without AVX-512 (the memory system and clocks stay this CPU's). ") if a.isa else ""
     L = [f"# Benchmarks: halformer on {m['cpu_text']}, {m['threads']} threads", "",
          f"Measured {m['date']} at commit {m['git']} by `.venv/bin/python bench/run.py"
-         f"{' --quick' if a.quick else ''}{' --smoke' if a.smoke else ''}{' --full' if a.full else ''}`. "
+         f"{' --quick' if a.quick else ''}{' --smoke' if a.smoke else ''}{' --full' if a.full else ''}"
+         f"{' --isa ' + a.isa if a.isa else ''}`. {cap}"
          f"CPU: {m['cpu_text']}. Machine: {m['cores']} cores, "
          f"{m['memory']}, Linux {m['kernel']}, governor {m['governor']}, load average "
          f"{m['loadavg_before'][0]:.2f} before / {m['loadavg_after'][0]:.2f} after. Halide {m['halide']}, "
@@ -344,7 +370,8 @@ def write_report(a, res, peak, bw):
          "shared and noisy.", "",
          "## Machine limits", "",
          "| limit | value |", "|---|---|",
-         f"| FP32 FMA peak, AVX-512 | {fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
+         f"| FP32 FMA peak, AVX-512 | "
+         f"{'not used (--isa ' + a.isa + ')' if a.isa else fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
          f"| FP32 FMA peak, AVX2 | {fmt_peak(lim['fma_peak_gflops']['avx2'])} |",
          f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
          f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |", "",
