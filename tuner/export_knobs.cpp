@@ -110,14 +110,21 @@ void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& rec
 
 // One kernel's knob set for one bucket on one ISA: the section's values, the
 // base file's bucket values over them, then the record at the bucket's shape.
+// The algorithm knobs stay the section's: one pipeline has one algorithm, and a
+// bucket without a set of its own runs the section's values (a base file written
+// by an earlier tune may hold a bucket set of the section's earlier algorithm).
 nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel, const bucket_plan& plan,
                           const std::string& bucket, const std::string& isa, const std::vector<record>& records,
                           const preset_entry* at, const usable_at& usable, const std::set<std::string>& algorithm,
                           export_report& report) {
-  nlohmann::json values = knobs[plan.section][isa];
+  const nlohmann::json& section = knobs[plan.section][isa];
+  nlohmann::json values = section;
   values.erase("_why");
   if (const std::string base = bucket_set_pointer(knobs, kernel, bucket, isa); !base.empty())
     values.update(knobs[nlohmann::json::json_pointer(base)]); // as the build runs the base file
+  for (const auto& k : algorithm)
+    if (section.contains(k))
+      values[k] = section[k];
   const auto same_algorithm = [&](const record& r) {
     return std::all_of(algorithm.begin(), algorithm.end(),
                        [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); });

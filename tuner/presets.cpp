@@ -5,6 +5,7 @@
 #include "halformer/shape_buckets.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 namespace halformer::tuner {
@@ -12,6 +13,26 @@ namespace halformer::tuner {
 std::vector<std::string> preset_names() { return {"transformer-base"}; }
 
 model_dims transformer_base() { return {512, 8, 2048, 32000, 32000, "relu"}; }
+
+namespace {
+// A kernel's weight: its percent of a decode step plus its percent of the
+// encoder, from `halformer run --profile` (Transformer-base, 128 source tokens,
+// greedy; Zen 5: decode step logits 34, FFN 32, qkv 13, out 8, attention 5, q 4,
+// LayerNorm 1; encoder FFN 53, qkv 20, kv 11, out 7, attention 5, embedding 2,
+// LayerNorm 1; beam search's candidates 2-3% of a beam step). Shared evenly, a
+// 15-minute preset tune gave the FFN and logits (two thirds of a step, 10-15 s a
+// candidate) 2-4 candidates per shape, LayerNorm and softmax 30-45.
+double run_share(const std::string& kernel, const std::string& ffn) {
+  static const std::map<std::string, double> share{
+      {"logits", 34},       {"qkv_projection", 33}, {"kv_projection", 11}, {"out_projection", 15},
+      {"attention", 10},    {"q_projection", 4},    {"embedding", 2},      {"layernorm", 2},
+      {"add_layernorm", 1}, {"softmax", 1},         {"beam_candidates", 2}};
+  if (kernel == ffn)
+    return 85;
+  const auto s = share.find(kernel);
+  return s == share.end() ? 1 : s->second;
+}
+} // namespace
 
 std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int batch) {
   if (m.d_model <= 0 || m.heads <= 0 || m.d_model % m.heads != 0)
@@ -64,7 +85,22 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
   };
   std::vector<preset_entry> out;
   for (const auto& [k, s, p] : e)
-    out.push_back({k, canonical_shape(s), p});
+    out.push_back({k, canonical_shape(s), p, run_share(k, ffn)});
+  for (auto& entry : out) // a kernel's share, spread over its shapes
+    entry.weight /=
+        double(std::count_if(out.begin(), out.end(), [&](const auto& o) { return o.kernel == entry.kernel; }));
+  return out;
+}
+
+std::vector<double> budget_shares(const std::vector<preset_entry>& jobs, double total_s) {
+  constexpr double even = 0.25; // of the total, spread evenly
+  double sum = 0;
+  for (const auto& j : jobs)
+    sum += j.weight;
+  std::vector<double> out;
+  for (const auto& j : jobs)
+    out.push_back(total_s * (even / double(jobs.size()) +
+                             (sum > 0 ? (1 - even) * j.weight / sum : (1 - even) / double(jobs.size()))));
   return out;
 }
 
@@ -86,9 +122,12 @@ std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32,
     const std::string name = e.kernel + suffix;
     const bool decode = bucket_of(e.shape) == "decode";
     auto same = std::find_if(out.begin(), out.end(), [&](const preset_entry& o) { return o.kernel == name; });
-    if (same == out.end())
-      out.push_back({name, e.shape, true});
-    else if (decode && bucket_of(same->shape) != "decode")
+    if (same == out.end()) {
+      out.push_back({name, e.shape, true, e.weight});
+      continue;
+    }
+    same->weight += e.weight; // one shape carries the kernel's share
+    if (decode && bucket_of(same->shape) != "decode")
       same->shape = e.shape; // the batch's decode step over the prefill
   }
   return out;

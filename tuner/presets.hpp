@@ -14,6 +14,9 @@ namespace halformer::tuner {
 struct preset_entry {
   std::string kernel, shape; // canonical shape
   bool primary;
+  // The kernel's share of a model's run, spread over its shapes: how a tune's
+  // total budget is divided (budget_shares).
+  double weight = 1;
 };
 
 struct model_dims {
@@ -31,6 +34,10 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
 // (they take one knob set: no buckets), its decode step at the batch when it has
 // one (these types serve decoding, which streams the weights), else its prefill.
 std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32, const std::string& compute_type);
+
+// A total budget (seconds) divided over `jobs`: a quarter evenly, so that every
+// pair measures its default and a few candidates, the rest by the jobs' weights.
+std::vector<double> budget_shares(const std::vector<preset_entry>& jobs, double total_s);
 
 // "transformer-base": model_shapes(transformer_base(), 128, 8).
 std::vector<preset_entry> preset(const std::string& name);

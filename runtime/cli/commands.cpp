@@ -11,11 +11,13 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <thread>
 
 namespace halformer::cli {
@@ -124,15 +126,23 @@ int tune(const tune_request& r, tuner::tune_options o) {
   o.isa = resolve_isa(o.isa);
   o.dot_product_isa = dot_product_isa(o.isa);
   const auto jobs = tune_jobs(r, o.shape, cat);
-  o.budget_s = r.total_budget.empty() ? seconds_of(r.budget) : seconds_of(r.total_budget) / double(jobs.size());
-  const double total_s = o.budget_s * double(jobs.size());
+  if (jobs.empty())
+    throw error("tune: no kernel/shape pairs to tune");
+  const auto budgets = r.total_budget.empty() ? std::vector<double>(jobs.size(), seconds_of(r.budget))
+                                              : tuner::budget_shares(jobs, seconds_of(r.total_budget));
+  const double total_s =
+      r.total_budget.empty() ? std::accumulate(budgets.begin(), budgets.end(), 0.0) : seconds_of(r.total_budget);
+  const auto [least, most] = std::minmax_element(budgets.begin(), budgets.end());
   fmt::print(stderr, "tuning {} kernel/shape pairs on {} ({}), database {}\n", jobs.size(),
              tuner::hardware_key(hw, o.isa), o.isa, db.file());
-  fmt::print(stderr, "budget: {} per pair, {} in all: done by about {}\n", clock_text(o.budget_s), clock_text(total_s),
+  fmt::print(stderr, "budget: {} per pair{}, {} in all: done by about {}\n",
+             *least == *most ? clock_text(*least) : clock_text(*least) + " to " + clock_text(*most),
+             r.total_budget.empty() ? "" : " (by each kernel's share of a model's run)", clock_text(total_s),
              time_after(total_s));
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& job : jobs) {
-    o.shape = job.shape;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& job = jobs[i];
+    o.shape = job.shape, o.budget_s = budgets[i];
     const auto res = tuner::tune(tools, cat, job.kernel, o, db, hw);
     for (const auto& why : res.stopped)
       fmt::print("{} {}: stopped: {}\n", job.kernel, job.shape, why);

@@ -158,7 +158,7 @@ CLI::App* add_tune(CLI::App& app, options& p) {
       "wall time per kernel and shape, compiles and confirmation included: 90s, 5m, 1h (default 5m)");
   tune_cmd
       ->add_option("--total-budget", tr.total_budget,
-                   "wall time of the whole run, shared evenly by its kernel/shape pairs: 15m")
+                   "wall time of the whole run, divided by each kernel's share of a model's run: 15m")
       ->excludes(budget_opt);
   tune_cmd
       ->add_option("--trials", to.max_trials,

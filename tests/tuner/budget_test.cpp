@@ -1,7 +1,9 @@
 // A tuning budget is kept: no child step (an autoscheduler's compile included)
 // outlives it, and the confirmation round fits in it. A machine without records
-// starts its search from the most similar hardware's, measured here.
+// starts its search from the most similar hardware's, measured here. A total
+// budget is divided by where a model spends its time.
 #include "database.hpp"
+#include "presets.hpp"
 #include "support.hpp"
 #include "tuner.hpp"
 
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 using namespace halformer::tuner;
 using namespace halformer::tuner::testing;
@@ -122,4 +125,35 @@ TEST_CASE("a machine without records is seeded, and the seed is measured here", 
       measured_here = true;
     }
   CHECK(measured_here);
+}
+
+TEST_CASE("a preset's total budget follows each kernel's share of a model's run", "[tuner][budget]") {
+  const auto jobs = preset("transformer-base");
+  const auto budgets = budget_shares(jobs, 900);
+  REQUIRE(budgets.size() == jobs.size());
+  double total = 0;
+  std::map<std::string, double> by_kernel;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    total += budgets[i];
+    by_kernel[jobs[i].kernel] += budgets[i];
+    CHECK(budgets[i] >= 0.25 * 900 / double(jobs.size()) - 1e-9); // the evenly spread quarter
+  }
+  CHECK(total == Approx(900));
+  // The FFN and logits (two thirds of a decode step) outweigh LayerNorm and softmax.
+  CHECK(by_kernel["ffn_relu"] > 8 * by_kernel["layernorm"]);
+  CHECK(by_kernel["logits"] > 8 * by_kernel["softmax"]);
+  // A kernel's shapes share its weight; int8 presets carry it on their one shape.
+  const auto int8 = typed_shapes(jobs, "int8");
+  const auto weight_of = [](const std::vector<preset_entry>& v, const std::string& k) {
+    double w = 0;
+    for (const auto& e : v)
+      w += e.kernel == k ? e.weight : 0;
+    return w;
+  };
+  CHECK(weight_of(int8, "logits_int8") == Approx(weight_of(jobs, "logits")));
+  CHECK(weight_of(int8, "ffn_relu_int8") == Approx(weight_of(jobs, "ffn_relu")));
+  // Without weights the budget is even.
+  std::vector<preset_entry> flat(4, preset_entry{"layernorm", "d_model=8,t=1,batch=1", true, 0});
+  for (const double b : budget_shares(flat, 100))
+    CHECK(b == Approx(25));
 }

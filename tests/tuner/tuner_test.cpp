@@ -261,6 +261,27 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   CHECK(j["_source"]["hardware"] == hw.key());
   // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
   CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
+
+  // A later tune (this file its base) adopts a prefill record of another kv_chunk
+  // for the section: every bucket set takes the section's algorithm, including
+  // those the base file holds from the earlier algorithm.
+  record prefill = other_chunk;
+  prefill.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
+                    return e.kernel == "attention" && e.primary;
+                  })->shape;
+  prefill.knobs = default_knobs(real_tools(work.path), "attention", "avx2");
+  const int chunk = prefill.knobs.at("kv_chunk") * 2;
+  prefill.knobs["kv_chunk"] = chunk;
+  db.append(prefill);
+  const std::string later = work.path + "/knobs_later.json";
+  export_knobs(file, db, hw, shapes, later, c.revisions, c.bucket_plans(), c.algorithm_knobs);
+  std::ifstream later_in(later);
+  const auto l = nlohmann::json::parse(later_in);
+  CHECK(l["attention"]["avx2"]["kv_chunk"] == chunk);
+  for (const auto& [bucket, sets] : l["_buckets"]["attention"].items()) {
+    INFO(bucket);
+    CHECK(sets["avx2"]["kv_chunk"] == chunk);
+  }
   // The generator builds the file's knob sets: the decode branch with the tuned values.
   const toolchain t = real_tools(work.path);
   const int rc =
@@ -272,6 +293,15 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
   CHECK(rc == 0);
   CHECK(fs::exists(work.path + "/hf_k.a"));
+  // ... and the attention kernel of the later file, whose buckets must agree.
+  const int rc_attention =
+      std::system((t.generator + " -g kernel -o " + work.path + " -e h -f hf_a -n hf_a " +
+                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=attention knob_file=" + later +
+                   " > " + work.path + "/gen_a.log 2>&1")
+                      .c_str());
+  std::ifstream log_a(work.path + "/gen_a.log");
+  INFO(std::string((std::istreambuf_iterator<char>(log_a)), std::istreambuf_iterator<char>()));
+  CHECK(rc_attention == 0);
 }
 
 TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {
