@@ -1,0 +1,197 @@
+"""The report bench/run.py writes: README.md (markdown tables), CSV files and SVG
+charts of one run's results (its `results.json`)."""
+import json
+import os
+import subprocess
+
+
+def fmt_peak(gflops):
+    return f"{gflops:.0f} GFLOP/s" if gflops else "not available on this CPU"
+
+
+
+def svg_bars(chart, path, title, groups, series, unit):
+    """groups: [(label, {series: value or None})]; drawn by `chart` (bin/halformer_chart),
+    the one chart writer (common/include/halformer/chart.hpp)."""
+    spec = {"title": title, "unit": unit, "series": list(series),
+            "groups": [{"label": label, "values": [d.get(s) for s in series]} for label, d in groups]}
+    with open(path + ".json", "w") as f:
+        json.dump(spec, f)
+    subprocess.run([chart, path + ".json", path], check=True)
+    os.remove(path + ".json")
+
+
+
+def fmt_ms(d, key="median_ms"):
+    lo, hi = key.replace("median", "min"), key.replace("median", "max")
+    return f"{d[key]:.4g} ({d[lo]:.3g}-{d[hi]:.3g})"
+
+
+def e2e_table(cases):
+    L = ["| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in cases:
+        s = r["systems"]
+        for name in ("halformer", "ctranslate2", "pytorch"):
+            if name not in s:
+                continue
+            x = s[name]
+            vc = f"{x['tokens_per_s'] / s['ctranslate2']['tokens_per_s']:.2f}x" if "ctranslate2" in s else "n/a"
+            vp = f"{x['tokens_per_s'] / s['pytorch']['tokens_per_s']:.2f}x" if "pytorch" in s else "not run"
+            L.append(f"| {r['label']} | {name} | {fmt_ms(x, 'median_s')} | {x['tokens_per_s']:.1f} | {vc} | {vp} | "
+                     f"{x['peak_rss_mb']:.0f} | {x.get('same_output_as_halformer', '-')} |")
+    return L
+
+
+def machine_section(a, res, isa_cap):
+    """The report's title, how it was measured, the machine and its limits."""
+    m, lim = res["machine"], res["limits"]
+    cap = (f"Every process ran with {' '.join(f'{k}={v}' for k, v in isa_cap[a.isa].items())}: halformer's "
+           "kernels, CTranslate2 (its own kernels and its oneDNN GEMMs), PyTorch and both sgemm baselines at AVX2, "
+           "as on a CPU without AVX-512 (the memory system and clocks stay this CPU's). ") if a.isa else ""
+    L = [f"# Benchmarks: halformer on {m['cpu_text']}, {m['threads']} threads", "",
+         f"Measured {m['date']} at commit {m['git']} by `.venv/bin/python bench/run.py"
+         f"{' --quick' if a.quick else ''}{' --smoke' if a.smoke else ''}{' --full' if a.full else ''}"
+         f"{' --isa ' + a.isa if a.isa else ''}`. {cap}"
+         f"CPU: {m['cpu_text']}. Machine: {m['cores']} cores, "
+         f"{m['memory']}, Linux {m['kernel']}, governor {m['governor']}, load average "
+         f"{m['loadavg_before'][0]:.2f} before / {m['loadavg_after'][0]:.2f} after. Halide {m['halide']}, "
+         f"PyTorch {m['torch']}, CTranslate2 {m['ctranslate2']}. Times are medians (min-max); the machine is "
+         "shared and noisy.", "",
+         "## Machine limits", "",
+         "| limit | value |", "|---|---|",
+         f"| FP32 FMA peak, AVX-512 | "
+         f"{'not used (--isa ' + a.isa + ')' if a.isa else fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
+         f"| FP32 FMA peak, AVX2 | {fmt_peak(lim['fma_peak_gflops']['avx2'])} |",
+         f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
+         f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |", "",
+         "## Kernels", "",
+         "Every kernel as built into `libhalformer_kernels.a` (this machine's tuned schedules). Transformer-base: "
+         "d_model 512, 8 heads, d_ff 2048, vocab 32000; prefill is batch 1; decode is one token per row with "
+         "attention over a 128-position cache. Compute-bound rows give % of the FMA peak, memory-bound rows % of "
+         "the read bandwidth while they ran (a 128 MiB read probe interleaved with their samples; its GB/s is "
+         "in the cell), since the host's bandwidth drifts during a run (the limit above was measured once); "
+         "sgemm ratios are baseline time / halformer time (> 1: halformer faster).",
+         "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN sgemm | vs OpenBLAS sgemm |",
+         "|---|---|---|---|---|---|---|---|"]
+    return L
+
+
+def kernel_section(res):
+    """Every kernel's row, then the attention block against PyTorch."""
+    L = []
+    for k in res["kernels"]:
+        pct = f"{k['pct_peak']:.0f}% peak" if k["compute_bound"] else \
+            f"{k['pct_bandwidth']:.0f}% of {k['read_gbps']:.1f} GB/s"
+        vs = f"{k['vs_onednn']:.2f}x" if "vs_onednn" in k else "-"
+        vb = f"{k['vs_openblas']:.2f}x" if "vs_openblas" in k else "-"
+        L.append(f"| {k['kernel']} | {k['phase']} | {fmt_ms(k['halformer'])} | {k['gflops']:.1f} | "
+                 f"{k['gbps']:.1f} | {pct} | {vs} | {vb} |")
+    L += ["", "Attention block (q/k/v projection + attention + output projection, the sum of the three kernels' "
+          "medians) against PyTorch `nn.MultiheadAttention` (self-attention, batch 1):", "",
+          "| S | halformer ms | PyTorch ms | speed-up |", "|---|---|---|---|"]
+    for r in res["mha"]:
+        L.append(f"| {r['seq']} | {r['halformer_ms']:.4g} | {fmt_ms(r['pytorch'])} | {r['speedup']:.2f}x |")
+    return L
+
+
+def e2e_sections(a, res):
+    """The end-to-end tables: float32, natural lengths, int8."""
+    L = []
+    L += ["", "## End to end", "",
+          "Transformer-base (pre-norm, random weights, vocab 32000; EOS suppressed so every system decodes exactly "
+          f"{res['new_tokens']} tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
+          "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
+          "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's.", "",
+          ] + e2e_table(res["e2e"])
+    L += ["", "Not measured: CTranslate2 encode (its Translator has no encoder-only call)"
+          + ("" if a.full else "; PyTorch beam-4 at batch 32 (about 10 minutes; `--full` runs it)") + ".", ""]
+    tr = res["training"]
+    L += ["## End to end, natural lengths", "",
+          f"A small trained model (`bench/train_model.py`: pre-norm, d_model 128, 4 heads, d_ff 512, 2 + 2 layers, "
+          f"vocab 1000) that copies its source: {tr['steps']} steps in {tr['seconds']} s on this machine, final "
+          f"loss {tr['final_loss']:.3f}, {tr['copy_exact_16_held_out']:.0%} of 16 held-out sources copied exactly. "
+          f"Its 64 sources have {tr['source_lengths']} tokens, so a batch's outputs end at different steps (at "
+          "most 64 tokens): finished sentences leave halformer's batch. Tokens/s counts the tokens generated.", ""]
+    L += e2e_table(res["natural"])
+    L += ["", "## End to end, int8", "",
+          "halformer `--compute-type int8` (GEMM weights int8 with a step per output row, activations quantized per "
+          "row, exact int32 sums; LayerNorm, softmax and attention in float32) against CTranslate2 `int8_float32`, "
+          "on the Transformer-base model above and the trained copy model. Same output: sentences whose tokens equal "
+          "halformer int8's.", ""]
+    L += e2e_table(res["int8"])
+    return L
+
+
+def bf16_section(res):
+    L = []
+    L += ["", "## End to end, bfloat16", ""]
+    if res["bf16_unavailable"]:
+        L += [f"halformer `--compute-type bfloat16`: {res['bf16_unavailable']}.", ""]
+    else:
+        L += ["halformer `--compute-type bfloat16` (GEMM weights rounded to bfloat16 at load, inputs rounded per "
+              "kernel, float32 sums by vdpbf16ps; embeddings, LayerNorm, softmax and attention in float32) against "
+              "CTranslate2 float32 (it has no CPU bfloat16), on the Transformer-base model; the last column of the "
+              "second table is halformer bfloat16 time / halformer float32 time from the float32 table.", ""]
+        L += e2e_table(res["bf16"])
+        f32 = {r["label"]: r["systems"]["halformer"] for r in res["e2e"]}
+        L += ["", "| case | halformer float32 s | halformer bfloat16 s | bfloat16 speed-up |", "|---|---|---|---|"]
+        for r in res["bf16"]:
+            base = r["label"].rsplit(",", 1)[0]
+            if base in f32:
+                x, y = f32[base], r["systems"]["halformer"]
+                L.append(f"| {base} | {fmt_ms(x, 'median_s')} | {fmt_ms(y, 'median_s')} | "
+                         f"{x['median_s'] / y['median_s']:.2f}x |")
+        L += ["", "![end to end, bfloat16](bf16.svg)", ""]
+    return L
+
+
+def write_csvs(a, res):
+    with open(os.path.join(a.out, "kernels.csv"), "w") as f:
+        f.write("kernel,phase,median_ms,min_ms,max_ms,gflops,gbps,pct_peak,pct_bandwidth,read_gbps,vs_onednn,"
+                "vs_openblas\n")
+        for k in res["kernels"]:
+            h = k["halformer"]
+            f.write(f"{k['kernel']},{k['phase']},{h['median_ms']},{h['min_ms']},{h['max_ms']},{k['gflops']},"
+                    f"{k['gbps']},{k['pct_peak']},{k['pct_bandwidth']},{k['read_gbps']},{k.get('vs_onednn', '')},"
+                    f"{k.get('vs_openblas', '')}\n")
+    with open(os.path.join(a.out, "e2e.csv"), "w") as f:
+        f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
+        for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"]),
+                            ("bfloat16", res["bf16"])):
+            for r in rows:
+                for name, x in r["systems"].items():
+                    f.write(f"{model},{r['label']},{name},{x['median_s']},{x['min_s']},{x['max_s']},"
+                            f"{x['tokens_per_s']},{x['peak_rss_mb']}\n")
+
+
+def write_charts(a, res, chart):
+    for file, title, rows in (("e2e.svg", "End to end: tokens/s (longer is faster)", res["e2e"]),
+                              ("natural.svg", "End to end, natural lengths: tokens/s (longer is faster)",
+                               res["natural"]),
+                              ("int8.svg", "End to end, int8: tokens/s (longer is faster)", res["int8"])) + (
+                              (("bf16.svg", "End to end, bfloat16: tokens/s (longer is faster)", res["bf16"]),)
+                              if res["bf16"] else ()):
+        svg_bars(chart, os.path.join(a.out, file), title,
+                 [(r["label"], {n: r["systems"].get(n, {}).get("tokens_per_s") for n in
+                                ("halformer", "ctranslate2", "pytorch")}) for r in rows],
+                 ["halformer", "ctranslate2", "pytorch"], "tokens/s")
+    gemm = [k for k in res["kernels"] if "onednn_sgemm" in k]
+    svg_bars(chart, os.path.join(a.out, "kernels.svg"), "GEMM-shaped kernels: GFLOP/s (longer is faster)",
+             [(f"{k['kernel']} {k['phase']}", {"halformer": k["gflops"],
+                                               "oneDNN sgemm": k["flops"] / k["onednn_sgemm"]["median_ms"] / 1e6,
+                                               "OpenBLAS sgemm": k["flops"] / k["openblas_sgemm"]["median_ms"] / 1e6})
+              for k in gemm], ["halformer", "oneDNN sgemm", "OpenBLAS sgemm"], "GFLOP/s")
+
+
+def write_report(a, res, isa_cap, chart):
+    """README.md, kernels.csv, e2e.csv and the SVG charts into a.out."""
+    L = machine_section(a, res, isa_cap) + kernel_section(res) + e2e_sections(a, res) + bf16_section(res)
+    L += ["", "## Charts", "", "![end to end](e2e.svg)", "", "![end to end, natural lengths](natural.svg)", "",
+          "![end to end, int8](int8.svg)", "",
+          "![kernels](kernels.svg)", "",
+          "## Commands", "", "```sh"] + res["commands"] + ["```", ""]
+    with open(os.path.join(a.out, "README.md"), "w") as f:
+        f.write("\n".join(L))
+    write_csvs(a, res)
+    write_charts(a, res, chart)
