@@ -112,7 +112,9 @@ def cpu_kind():
     return "-".join(x for x in (slug, arch or f"f{family}m{model}", isa) if x), f"{name} (family {family}, model {model}, {isa})"
 
 
-def main():
+def parse_args():
+    """The options, the CPU kind named in the results' directory, and the ISA cap
+    applied to every child process."""
     p = argparse.ArgumentParser()
     p.add_argument("--out", help="results directory (default: bench/results/<cpu kind>)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
@@ -130,15 +132,14 @@ def main():
         kind, kind_text = f"{kind}-capped-{a.isa}", f"{kind_text}, every system capped at {a.isa.upper()}"
     a.out = a.out or os.path.join(ROOT, "bench", "results", kind)
     os.makedirs(a.out, exist_ok=True)
-    t = str(a.threads)
-    omp = {"OMP_NUM_THREADS": t, "OMP_WAIT_POLICY": "passive"}  # oneDNN's OpenMP pool
-    state = machine_state(a.threads)
-    state["cpu_kind"], state["cpu_text"] = kind, kind_text
-    log(f"machine: {state['cpu']}, {a.threads} threads; results to {a.out}")
+    return a, kind, kind_text
 
+
+def benchmark_model():
+    """The Transformer-base benchmark model (made once per build directory) and its
+    CTranslate2 conversion: (model, ct2_model, sources)."""
     model = os.path.join(BUILD, "bench-model")
     ct2_model = os.path.join(BUILD, "bench-model-ct2")
-    sources = os.path.join(model, "sources.txt")
     if not os.path.exists(os.path.join(model, "model.safetensors")):
         log("exporting the Transformer-base benchmark model (random weights, vocab 32000)")
         subprocess.run([TORCH_PY, os.path.join(ROOT, "bench", "make_model.py"), model, "--src-len", "128"],
@@ -147,14 +148,52 @@ def main():
         log("converting it for CTranslate2")
         subprocess.run([VENV_PY, os.path.join(ROOT, "bench", "ct2_bench.py"), "convert", model, ct2_model],
                        check=True)
+    return model, ct2_model, os.path.join(model, "sources.txt")
 
-    log("machine limits: FMA peak, bandwidth")
-    limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "1" if a.smoke else "5"])
+
+def kernel_row(kernel, phase, rows, peak, bw):
+    """One kernel at one phase over its rounds: medians, rates, % of the limits, sgemm ratios."""
+    k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
+         "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
+         "isa": rows[0].get("isa")}
+    for base in ("onednn_sgemm", "openblas_sgemm"):
+        if base in rows[0]:
+            k[base] = combine([x[base] for x in rows])
+    ms = k["halformer"]["median_ms"]
+    k["gflops"] = k["flops"] / ms / 1e6
+    k["gbps"] = k["bytes"] / ms / 1e6
+    k["pct_peak"] = 100 * k["gflops"] / peak
+    # Memory-bound rows: against the read probe interleaved with them (the
+    # bandwidth while they ran), else the limit measured at the start.
+    k["read_gbps"] = statistics.median(x["read_probe"]["gbps"] for x in rows) if "read_probe" in rows[0] else bw
+    k["pct_bandwidth"] = 100 * k["gbps"] / k["read_gbps"]
+    if "onednn_sgemm" in k:
+        k["vs_onednn"] = k["onednn_sgemm"]["median_ms"] / ms
+        k["vs_openblas"] = k["openblas_sgemm"]["median_ms"] / ms
+    return k
+
+
+def attention_blocks(mha, kernels):
+    """halformer's q/k/v projection + attention + output projection against PyTorch's block."""
+    by = {(k["kernel"], k["phase"]): k for k in kernels}
+    rows = []
+    for s, runs in mha.items():
+        parts = [by.get((n, f"prefill S={s}")) for n in ("qkv_projection", "attention", "out_projection")]
+        if all(parts):
+            ours = sum(x["halformer"]["median_ms"] for x in parts)
+            theirs = combine(runs)
+            rows.append({"seq": s, "halformer_ms": ours, "pytorch": theirs, "speedup": theirs["median_ms"] / ours})
+    return rows
+
+
+def measure_kernels(a, t, limits):
+    """Every kernel (bench_kernels, with its sgemm baselines and read probe) and PyTorch's
+    attention block, in rounds: (kernel rows, attention block rows)."""
+    omp = {"OMP_NUM_THREADS": t, "OMP_WAIT_POLICY": "passive"}  # oneDNN's OpenMP pool
     # The widest ISA this CPU has (an ISA it lacks is null in bench_limits' output).
     peak = (None if a.isa else limits["fma_peak_gflops"]["avx512"]) or limits["fma_peak_gflops"]["avx2"]
     # Kernels read (weights, caches) far more than they write: % of the read-only bandwidth.
     bw = limits["bandwidth_gbps"]["read"]
-
     quick = a.quick or a.smoke
     rounds = 1 if quick else 2
     kernel_args = ["--samples", "1", "--min-ms", "0.1", "--only", "out_projection"] if a.smoke else [
@@ -172,73 +211,67 @@ def main():
             mha.setdefault(s, []).append(run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "mha",
                                                    "--seq", str(s), "--threads", t, "--samples",
                                                    "1" if a.smoke else "5"]))
-    kernels = []
-    for (kernel, phase), rows in kruns.items():
-        k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
-             "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
-             "isa": rows[0].get("isa")}
-        for base in ("onednn_sgemm", "openblas_sgemm"):
-            if base in rows[0]:
-                k[base] = combine([x[base] for x in rows])
-        ms = k["halformer"]["median_ms"]
-        k["gflops"] = k["flops"] / ms / 1e6
-        k["gbps"] = k["bytes"] / ms / 1e6
-        k["pct_peak"] = 100 * k["gflops"] / peak
-        # Memory-bound rows: against the read probe interleaved with them (the
-        # bandwidth while they ran), else the limit measured at the start.
-        k["read_gbps"] = statistics.median(x["read_probe"]["gbps"] for x in rows) if "read_probe" in rows[0] else bw
-        k["pct_bandwidth"] = 100 * k["gbps"] / k["read_gbps"]
-        if "onednn_sgemm" in k:
-            k["vs_onednn"] = k["onednn_sgemm"]["median_ms"] / ms
-            k["vs_openblas"] = k["openblas_sgemm"]["median_ms"] / ms
-        kernels.append(k)
-    by = {(k["kernel"], k["phase"]): k for k in kernels}
-    mha_rows = []
-    for s, runs in mha.items():
-        parts = [by.get((n, f"prefill S={s}")) for n in ("qkv_projection", "attention", "out_projection")]
-        if all(parts):
-            ours = sum(x["halformer"]["median_ms"] for x in parts)
-            theirs = combine(runs)
-            mha_rows.append({"seq": s, "halformer_ms": ours, "pytorch": theirs,
-                             "speedup": theirs["median_ms"] / ours})
+    kernels = [kernel_row(kernel, phase, rows, peak, bw) for (kernel, phase), rows in kruns.items()]
+    return kernels, attention_blocks(mha, kernels)
 
-    # End to end: the EOS-suppressed Transformer-base, then the trained model whose
-    # outputs end at their own lengths (finished sentences leave the batch).
-    cases = [("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
-             ("beam", 32)]
-    natural_cases = [("greedy", 8), ("greedy", 32), ("beam", 8)]
-    int8_cases = [("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 8), ("beam", 32)]
-    if a.quick:
-        cases, natural_cases = [("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)], [("greedy", 8)]
-        int8_cases = [("greedy", 1), ("greedy", 8), ("beam", 8)]
+
+def e2e_cases(a):
+    """(cases, natural_cases, int8_cases) for the run's size: (mode, batch) pairs."""
     if a.smoke:
-        cases, natural_cases, int8_cases = [("encode", 1), ("greedy", 1), ("beam", 1)], [("beam", 1)], [("greedy", 1)]
-    samples = "1" if a.smoke else "2" if quick else "3"
+        return [("encode", 1), ("greedy", 1), ("beam", 1)], [("beam", 1)], [("greedy", 1)]
+    if a.quick:
+        return ([("encode", 8), ("greedy", 1), ("greedy", 8), ("beam", 1)], [("greedy", 8)],
+                [("greedy", 1), ("greedy", 8), ("beam", 8)])
+    return ([("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
+             ("beam", 32)], [("greedy", 8), ("greedy", 32), ("beam", 8)],
+            [("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 8), ("beam", 32)])
+
+
+def measure_e2e(a, t, model, ct2_model, sources):
+    """End to end: the EOS-suppressed Transformer-base, then the trained model whose
+    outputs end at their own lengths (finished sentences leave the batch); int8
+    and bfloat16 on both."""
+    cases, natural_cases, int8_cases = e2e_cases(a)
+    samples = "1" if a.smoke else "2" if a.quick else "3"
     new_tokens = "4" if a.smoke else "64"
-    e2e = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, True)
-           for mode, batch in cases]
-    trained, training = trained_model(a)
-    natural = [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
-                        samples, False) for mode, batch in natural_cases]
+    res = {"new_tokens": int(new_tokens)}
+    res["e2e"] = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, True)
+                  for mode, batch in cases]
+    trained, res["training"] = trained_model(a)
+    trained_sources = os.path.join(trained, "sources.txt")
+    res["natural"] = [e2e_case(a, t, mode, batch, trained, trained + "-ct2", trained_sources, "64", samples, False)
+                      for mode, batch in natural_cases]
     # int8: halformer's int8 GEMMs against CTranslate2's int8_float32, same models.
-    int8 = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, INT8)
-            for mode, batch in int8_cases]
-    int8 += [e2e_case(a, t, mode, batch, trained, trained + "-ct2", os.path.join(trained, "sources.txt"), "64",
-                      samples, False, INT8) for mode, batch in natural_cases[:1]]
+    res["int8"] = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, INT8)
+                   for mode, batch in int8_cases]
+    res["int8"] += [e2e_case(a, t, mode, batch, trained, trained + "-ct2", trained_sources, "64", samples, False,
+                             INT8) for mode, batch in natural_cases[:1]]
     # bfloat16 where the CPU has AVX-512 BF16 (CTranslate2 has no CPU bfloat16: its
     # float32 is the peer); the ratio to halformer float32 comes from the e2e rows.
-    bf16, bf16_unavailable = [], bf16_missing(a.isa)
-    if not bf16_unavailable:
-        bf16 = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, BF16)
-                for mode, batch in int8_cases]
-
-    state["loadavg_after"] = os.getloadavg()
-    results = {"machine": state, "new_tokens": int(new_tokens), "limits": limits, "kernels": kernels, "mha": mha_rows,
-               "e2e": e2e, "natural": natural, "int8": int8, "bf16": bf16, "bf16_unavailable": bf16_unavailable,
-               "training": training, "commands": COMMANDS}
-    for r in e2e + natural + int8 + bf16:
+    res["bf16"], res["bf16_unavailable"] = [], bf16_missing(a.isa)
+    if not res["bf16_unavailable"]:
+        res["bf16"] = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, BF16)
+                       for mode, batch in int8_cases]
+    for r in res["e2e"] + res["natural"] + res["int8"] + res["bf16"]:
         for s in r["systems"].values():
             s.pop("first_tokens", None)
+    return res
+
+
+def main():
+    a, kind, kind_text = parse_args()
+    t = str(a.threads)
+    state = machine_state(a.threads)
+    state["cpu_kind"], state["cpu_text"] = kind, kind_text
+    log(f"machine: {state['cpu']}, {a.threads} threads; results to {a.out}")
+    model, ct2_model, sources = benchmark_model()
+    log("machine limits: FMA peak, bandwidth")
+    limits = run_json([os.path.join(BIN, "bench_limits"), "--threads", t, "--samples", "1" if a.smoke else "5"])
+    kernels, mha_rows = measure_kernels(a, t, limits)
+    results = {"machine": state, "limits": limits, "kernels": kernels, "mha": mha_rows}
+    results.update(measure_e2e(a, t, model, ct2_model, sources))
+    state["loadavg_after"] = os.getloadavg()
+    results["commands"] = COMMANDS
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     write_report(a, results, ISA_CAP, os.path.join(BIN, "halformer_chart"))
