@@ -1,7 +1,7 @@
 // The tuner's guarantees: a wrong candidate is recorded as such and never timed
 // or chosen; a crashing or hanging candidate is isolated in its child process and
-// recorded; a real candidate is verified and measured; database lookups are exact
-// on the hardware identity, and a miss falls back to the defaults, saying so.
+// recorded; a real candidate is verified and measured (database_test.cpp: which
+// record a lookup takes, and the knob files).
 #include "database.hpp"
 #include "export_knobs.hpp"
 #include "support.hpp"
@@ -90,26 +90,6 @@ TEST_CASE("a real candidate is verified, then measured; tuning resumes from the 
   CHECK(default_confirmed);
 }
 
-TEST_CASE("a confirmation record outranks a faster search record", "[tuner][database]") {
-  record lucky, confirmed, other_shape;
-  lucky.kernel = "softmax", lucky.shape = "batch=8,n=128,t=128", lucky.status = "ok", lucky.median_ms = 1.0;
-  lucky.source = "mutation";
-  confirmed = lucky, confirmed.source = "confirm", confirmed.median_ms = 1.3;
-  record slower_confirmed = confirmed;
-  slower_confirmed.median_ms = 1.5;
-  record failed = confirmed;
-  failed.status = "wrong", failed.median_ms = 0.1;
-  const std::vector<record> rs{lucky, slower_confirmed, confirmed, failed};
-  const record* pick = pick_tuned(rs, [](const record&) { return true; });
-  REQUIRE(pick);
-  CHECK(pick->confirmed());
-  CHECK(pick->median_ms == 1.3);
-  // Without confirmation records, the fastest verified search record.
-  const std::vector<record> search{lucky, failed};
-  CHECK(pick_tuned(search, [](const record&) { return true; })->median_ms == 1.0);
-  CHECK(pick_tuned(search, [](const record& r) { return r.shape == "t=1"; }) == nullptr);
-}
-
 TEST_CASE("a confirmation round keeps the default unless clearly beaten", "[tuner]") {
   const knob_set defaults{{"rows_per_task", 8}};
   record def, close, clear, broken;
@@ -141,40 +121,6 @@ TEST_CASE("shape buckets: prefill, decode, one-row decode, wide decode", "[tuner
   CHECK(bucket_of("t=1,batch=8") == "decode");
   CHECK(bucket_of("t=1,batch=1,vocab=32000") == "decode1");
   CHECK(bucket_of("t=1,batch=128,d_model=512") == "decode_wide");
-}
-
-TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset shape", "[tuner][database]") {
-  temp_dir work("variants");
-  database db(work.path);
-  const auto hw = this_machine();
-  const auto c = real_catalog();
-  const auto plans = c.bucket_plans();
-  REQUIRE(plans.count("qkv_projection"));
-  CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1", "decode_wide"});
-  record r;
-  r.kernel = "qkv_projection", r.knob_section = "head_projection", r.target = target_of_isa("avx512");
-  r.status = "ok", r.hardware = hw.key(), r.schedule_revision = c.revisions.at("head_projection");
-  r.shape = canonical_shape("d_k=64,heads=8,t=1,batch=8"), r.median_ms = 0.3, r.source = "confirm";
-  r.knobs = {{"vectors", 1},     {"rows", 2},   {"tiles_per_task", 16}, {"row_tiles_per_task", 8},
-             {"gemv_cols", 128}, {"gemv_k", 8}, {"gemv_vectors", 2}};
-  db.append(r);
-  record kv = r; // another kernel of the same section: only its own buckets take it
-  kv.kernel = "kv_projection", kv.shape = canonical_shape("d_k=64,heads=8,t=128,batch=8"), kv.knobs["rows"] = 6;
-  db.append(kv);
-  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report =
-      export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", c.revisions, plans);
-  CHECK(report.unplanned.empty()); // the build declares a knob set for every preset shape's bucket
-  std::ifstream in(work.path + "/k.json");
-  const auto j = nlohmann::json::parse(in);
-  const auto& v = j["_buckets"];
-  CHECK(v["qkv_projection"]["decode"]["avx512"]["tiles_per_task"] == 16);
-  CHECK(v["qkv_projection"]["decode"]["avx512"]["rows"] == 2);
-  CHECK(v["kv_projection"]["prefill"]["avx512"]["rows"] == 6);
-  // No record: the section's values (here the hand defaults).
-  CHECK(v["qkv_projection"]["prefill"]["avx512"]["rows"] == j["head_projection"]["avx512"]["rows"]);
-  CHECK(v["qkv_projection"]["decode"]["avx2"]["rows"] == j["head_projection"]["avx2"]["rows"]);
-  CHECK_THAT(v["qkv_projection"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
 }
 
 TEST_CASE("the transformer-base preset is the model shapes of Transformer-base", "[tuner]") {
@@ -224,86 +170,6 @@ TEST_CASE("the transformer-base preset is the model shapes of Transformer-base",
                     Catch::Contains("not a multiple of 4 heads"));
 }
 
-TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner][database]") {
-  temp_dir work("model");
-  database db(work.path);
-  const auto hw = this_machine();
-  const auto c = real_catalog();
-  const auto shapes = model_shapes({64, 4, 256, 100, 120, "relu"}, 16, 4); // no preset has these
-  const auto decode = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-    return e.kernel == "ffn_relu" && bucket_of(e.shape) == "decode";
-  });
-  REQUIRE(decode != shapes.end());
-  record r;
-  r.kernel = "ffn_relu", r.knob_section = "ffn", r.target = target_of_isa("avx2"), r.status = "ok";
-  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("ffn"), r.shape = decode->shape;
-  r.median_ms = 0.01, r.source = "confirm";
-  r.knobs = default_knobs(real_tools(work.path), "ffn", "avx2");
-  r.knobs["rows"] = 2, r.knobs["tiles_per_task"] = 16;
-  db.append(r);
-  record other_chunk; // attention at a decode shape, measured with another kv_chunk than the section's
-  other_chunk = r;
-  other_chunk.kernel = "attention", other_chunk.knob_section = "attention";
-  other_chunk.schedule_revision = c.revisions.at("attention");
-  other_chunk.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-                        return e.kernel == "attention" && bucket_of(e.shape) == "decode1";
-                      })->shape;
-  other_chunk.knobs = {{"kv_chunk", 128}, {"q_tile", 1}};
-  db.append(other_chunk);
-  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const std::string file = work.path + "/knobs.json";
-  const auto report = export_knobs(defaults, db, hw, shapes, file, c.revisions, c.bucket_plans(), c.algorithm_knobs);
-  CHECK(report.tuned.size() == 1);
-  std::ifstream in(file);
-  const auto j = nlohmann::json::parse(in);
-  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["rows"] == 2);
-  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["tiles_per_task"] == 16);
-  CHECK(j["_source"]["hardware"] == hw.key());
-  // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
-  CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
-
-  // A later tune (this file its base) adopts a prefill record of another kv_chunk
-  // for the section: every bucket set takes the section's algorithm, including
-  // those the base file holds from the earlier algorithm.
-  record prefill = other_chunk;
-  prefill.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-                    return e.kernel == "attention" && e.primary;
-                  })->shape;
-  prefill.knobs = default_knobs(real_tools(work.path), "attention", "avx2");
-  const int chunk = prefill.knobs.at("kv_chunk") * 2;
-  prefill.knobs["kv_chunk"] = chunk;
-  db.append(prefill);
-  const std::string later = work.path + "/knobs_later.json";
-  export_knobs(file, db, hw, shapes, later, c.revisions, c.bucket_plans(), c.algorithm_knobs);
-  std::ifstream later_in(later);
-  const auto l = nlohmann::json::parse(later_in);
-  CHECK(l["attention"]["avx2"]["kv_chunk"] == chunk);
-  for (const auto& [bucket, sets] : l["_buckets"]["attention"].items()) {
-    INFO(bucket);
-    CHECK(sets["avx2"]["kv_chunk"] == chunk);
-  }
-  // The generator builds the file's knob sets: the decode branch with the tuned values.
-  const toolchain t = real_tools(work.path);
-  const int rc =
-      std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
-                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=ffn_relu knob_file=" + file + " > " +
-                   work.path + "/gen.log 2>&1")
-                      .c_str());
-  std::ifstream log(work.path + "/gen.log");
-  INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
-  CHECK(rc == 0);
-  CHECK(fs::exists(work.path + "/hf_k.a"));
-  // ... and the attention kernel of the later file, whose buckets must agree.
-  const int rc_attention =
-      std::system((t.generator + " -g kernel -o " + work.path + " -e h -f hf_a -n hf_a " +
-                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=attention knob_file=" + later +
-                   " > " + work.path + "/gen_a.log 2>&1")
-                      .c_str());
-  std::ifstream log_a(work.path + "/gen_a.log");
-  INFO(std::string((std::istreambuf_iterator<char>(log_a)), std::istreambuf_iterator<char>()));
-  CHECK(rc_attention == 0);
-}
-
 TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tuner][opencl]") {
   temp_dir work("opencl");
   const toolchain t = real_tools(work.path);
@@ -332,80 +198,6 @@ TEST_CASE("GPU schedules are tuned on the OpenCL device and keyed by it", "[tune
     CHECK(rec.schedule_revision == k.revision);
   }
   CHECK_THROWS_WITH(target_of_isa("cuda"), Catch::Contains("needs a CUDA device"));
-}
-
-TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "[tuner][database]") {
-  temp_dir work("db");
-  database db(work.path);
-  record r;
-  r.kernel = "layernorm", r.knob_section = "layernorm", r.shape = "batch=8,d_model=512,t=128";
-  r.target = target_of_isa("avx512"), r.status = "ok", r.median_ms = 1.0;
-  r.knobs = {{"rows_per_task", 32}, {"vectorize_reductions", 0}, {"vectors", 4}};
-  r.hardware = "Some Other CPU|avx512f|64";
-  db.append(r);
-  const auto hw = this_machine();
-  CHECK_FALSE(db.best(r.kernel, r.shape, r.target, hw.key()).has_value());
-  CHECK(db.best(r.kernel, r.shape, r.target, r.hardware).has_value());
-
-  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  auto report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k1.json", {});
-  CHECK(report.tuned.empty());
-  CHECK(std::find(report.defaulted.begin(), report.defaulted.end(), "layernorm.avx512") != report.defaulted.end());
-
-  r.hardware = hw.key(), r.median_ms = 2.0;
-  db.append(r);
-  report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k2.json", {});
-  REQUIRE(report.tuned.size() == 1);
-  CHECK_THAT(report.tuned[0], Catch::StartsWith("layernorm.avx512"));
-  std::ifstream in(work.path + "/k2.json");
-  const auto j = nlohmann::json::parse(in);
-  CHECK(j["layernorm"]["avx512"]["rows_per_task"] == 32);
-  CHECK(j["layernorm"]["avx2"]["rows_per_task"] == 8); // another ISA: no record, default kept
-
-  // The revision is stored and read back (a record that lost it would count as revision 1).
-  {
-    record r2 = r;
-    r2.schedule_revision = 7;
-    CHECK(record::from_json(r2.to_json(), "test").schedule_revision == 7);
-  }
-  // A record measured with an older revision of the schedule is not used, and the
-  // report names the section whose records that retired.
-  CHECK(report.retired.empty());
-  report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k3.json", {{"layernorm", 2}});
-  CHECK(report.tuned.empty());
-  CHECK(report.retired == std::vector<std::string>{"layernorm (revision 1; now 2)"});
-
-  std::ofstream(work.path + "/schedules.jsonl", std::ios::app) << "{not json\n";
-  CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
-}
-
-TEST_CASE("a schedule's decode-branch knobs come from the decode record, the rest from prefill", "[tuner][database]") {
-  temp_dir work("branch");
-  database db(work.path);
-  const auto hw = this_machine();
-  record prefill;
-  prefill.kernel = "logits", prefill.knob_section = "logits", prefill.target = target_of_isa("avx512");
-  prefill.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=8"), prefill.status = "ok";
-  prefill.hardware = hw.key(), prefill.median_ms = 3.0, prefill.schedule_revision = 2;
-  prefill.knobs = {{"vectors", 2},    {"rows", 4},   {"tiles_per_task", 8}, {"row_tiles_per_task", 1},
-                   {"gemv_cols", 64}, {"gemv_k", 8}, {"gemv_vectors", 1}};
-  record decode = prefill;
-  decode.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=1"), decode.median_ms = 2.0;
-  decode.knobs = {{"vectors", 1},      {"rows", 2},    {"tiles_per_task", 1}, {"row_tiles_per_task", 32},
-                  {"gemv_cols", 1024}, {"gemv_k", 64}, {"gemv_vectors", 2}};
-  db.append(prefill);
-  db.append(decode);
-  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report =
-      export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"logits", 2}});
-  CHECK(report.tuned.size() == 2);
-  std::ifstream in(work.path + "/k.json");
-  const auto j = nlohmann::json::parse(in)["logits"]["avx512"];
-  CHECK(j["rows"] == 4); // the primary (prefill-branch) record
-  CHECK(j["vectors"] == 2);
-  CHECK(j["gemv_cols"] == 1024); // the one-row decode record
-  CHECK(j["gemv_k"] == 64);
-  CHECK(j["gemv_vectors"] == 2);
 }
 
 TEST_CASE("autoscheduler records compete in the search but are never built in", "[tuner][autoscheduler]") {
