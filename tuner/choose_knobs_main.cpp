@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
                   "their schedules (their source files have changed since), so the build runs their hand defaults; "
                   "`halformer tune` measures the current revisions\n",
                   join(r.retired, ", ").c_str());
+    for (const auto& a : r.algorithms)
+      std::printf("schedules: algorithm knobs %s (measured in every bucket that has records)\n", a.c_str());
     for (const auto& u : r.unplanned)
       std::printf("schedules: no knob set for the bucket of %s: it runs the section's values\n", u.c_str());
     const std::string why_not_own = (fs::exists(own) ? "stale " : "no ") + own + " for this hardware";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace halformer::tuner {
 
@@ -57,11 +58,108 @@ std::vector<std::string> retired_sections(const std::vector<record>& records, co
   return retired;
 }
 
+// A section's algorithm knobs (one value per pipeline, which all its buckets run)
+// are chosen on the evidence of every bucket its kernels run in, not of the first
+// primary shape alone: taken there, a Zen 3's attention adopted kv_chunk 64 from its
+// prefill record and ran it at batch 1 too, where no record had measured it and it
+// is 1.7x slower. Each bucket is judged at its shape among `shapes` (else at the
+// latest record's shape in it); a value set qualifies when measured at every such
+// shape, and costs the sum of its best time over each shape's best. The cheapest
+// qualifying set wins; without one the base file's values stay. Buckets nothing
+// was measured in are no evidence for any value.
+using algorithm_values = std::map<std::string, int>;
+
+algorithm_values algorithm_of(const record& r, const std::set<std::string>& algorithm) {
+  algorithm_values v;
+  for (const auto& k : algorithm)
+    if (r.knobs.count(k))
+      v[k] = r.knobs.at(k);
+  return v;
+}
+
+// The (kernel, shape) each bucket of `section`'s kernels is judged at.
+std::vector<std::pair<std::string, std::string>> judged_shapes(const std::string& section, const std::string& isa,
+                                                               const std::vector<record>& records,
+                                                               const std::vector<preset_entry>& shapes,
+                                                               const usable_at& usable,
+                                                               const std::map<std::string, bucket_plan>& plans) {
+  std::vector<std::pair<std::string, std::string>> judged;
+  for (const auto& [kernel, plan] : plans) {
+    if (plan.section != section)
+      continue;
+    for (const auto& bucket : plan.buckets) {
+      std::string at, latest_when;
+      for (const auto& e : shapes)
+        if (e.kernel == kernel && bucket_of(e.shape) == bucket && at.empty())
+          at = e.shape;
+      for (const auto& r : records)
+        if (at.empty() && r.kernel == kernel && bucket_of(r.shape) == bucket && r.verified() &&
+            usable(r, section, isa, kernel, r.shape) && r.when > latest_when)
+          latest_when = r.when, at = r.shape;
+      if (!at.empty())
+        judged.emplace_back(kernel, at);
+    }
+  }
+  return judged;
+}
+
+std::optional<algorithm_values> cheapest_algorithm(const std::string& section, const std::string& isa,
+                                                   const std::set<std::string>& algorithm,
+                                                   const std::vector<record>& records,
+                                                   const std::vector<preset_entry>& shapes, const usable_at& usable,
+                                                   const std::map<std::string, bucket_plan>& plans) {
+  const auto judged = judged_shapes(section, isa, records, shapes, usable, plans);
+  std::map<algorithm_values, std::vector<double>> best; // per judged shape; 0: not measured
+  std::vector<double> fastest(judged.size(), 0);
+  for (std::size_t i = 0; i < judged.size(); ++i)
+    for (const auto& r : records)
+      if (r.verified() && usable(r, section, isa, judged[i].first, judged[i].second)) {
+        auto& b = best.try_emplace(algorithm_of(r, algorithm), judged.size(), 0.0).first->second;
+        b[i] = b[i] == 0 ? r.median_ms : std::min(b[i], r.median_ms);
+        fastest[i] = fastest[i] == 0 ? r.median_ms : std::min(fastest[i], r.median_ms);
+      }
+  std::optional<algorithm_values> chosen;
+  double least = 0;
+  for (const auto& [values, times] : best) {
+    bool everywhere = true;
+    double cost = 0;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (fastest[i] > 0) // a shape nothing was measured at judges no value
+        everywhere = everywhere && times[i] > 0, cost += times[i] / fastest[i];
+    if (!everywhere)
+      continue;
+    if (!chosen || cost < least)
+      chosen = values, least = cost;
+  }
+  return chosen;
+}
+
+void choose_algorithms(nlohmann::json& knobs, const std::vector<record>& records,
+                       const std::vector<preset_entry>& shapes, const usable_at& usable,
+                       const std::map<std::string, bucket_plan>& plans,
+                       const std::map<std::string, std::set<std::string>>& algorithm_knobs, export_report& report) {
+  for (const auto& [section, algorithm] : algorithm_knobs) {
+    if (!knobs.contains(section))
+      continue;
+    for (auto& [isa, values] : knobs[section].items()) {
+      const auto chosen = cheapest_algorithm(section, isa, algorithm, records, shapes, usable, plans);
+      if (!chosen || chosen->size() != algorithm.size())
+        continue;
+      std::vector<std::string> named;
+      for (const auto& [k, v] : *chosen)
+        values[k] = v, named.push_back(k + "=" + std::to_string(v));
+      report.algorithms.push_back(section + "." + isa + ": " + join(named, ","));
+    }
+  }
+}
+
 // Section-level values: the record at the section's first primary shape that has
 // one; the decode GEMV branch's knobs ("gemv_*"), which prefill shapes never run,
 // from the first one-row decode shape's.
+// Only records measured with the section's algorithm values (choose_algorithms).
 void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& records,
-                           const std::vector<preset_entry>& shapes, const usable_at& usable, export_report& report) {
+                           const std::vector<preset_entry>& shapes, const usable_at& usable,
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs, export_report& report) {
   const auto branch_knob = [](const std::string& n) {
     return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
   };
@@ -72,7 +170,13 @@ void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& rec
       const record *best = nullptr, *gemv = nullptr;
       std::string where, gemv_where;
       for (const auto& e : shapes) {
-        const auto ok = [&](const record& r) { return usable(r, section, isa, e.kernel, e.shape); };
+        const auto ok = [&](const record& r) {
+          return usable(r, section, isa, e.kernel, e.shape) &&
+                 (!algorithm_knobs.count(section) ||
+                  std::all_of(
+                      algorithm_knobs.at(section).begin(), algorithm_knobs.at(section).end(),
+                      [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); }));
+        };
         if (e.primary && !best && (best = pick_tuned(records, ok)))
           where = e.kernel + " " + e.shape;
         if (bucket_of(e.shape) == "decode1" && !gemv &&
@@ -176,7 +280,8 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
   const auto records = db.load();
   const usable_at usable{hw, revisions};
   export_report report;
-  adopt_section_records(knobs, records, shapes, usable, report);
+  choose_algorithms(knobs, records, shapes, usable, plans, algorithm_knobs, report);
+  adopt_section_records(knobs, records, shapes, usable, algorithm_knobs, report);
   report.retired = retired_sections(records, usable);
 
   nlohmann::json buckets = knobs.value("_buckets", nlohmann::json::object());

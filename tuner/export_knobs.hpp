@@ -7,8 +7,10 @@
 // - each kernel x shape bucket it runs in (kernels.json) takes the tuned record at
 //   the first of `shapes` in that bucket, under "_buckets" (schedules/buckets.hpp:
 //   each distinct set is a specialize() branch); one without keeps the base's.
-//   Algorithm knobs (one value per pipeline) are the section's: a bucket adopts
-//   only a record measured with those values.
+//   Algorithm knobs (one value per pipeline) are the section's, chosen from the
+//   value sets measured in every bucket its kernels run in (the base file's
+//   values without one): the section and each bucket adopt only records
+//   measured with those values.
 // Another machine's records are never used; the report says what was tuned, and
 // "_source" in the file says which hardware, base and shapes it came from.
 #pragma once
@@ -25,9 +27,10 @@
 namespace halformer::tuner {
 
 struct export_report {
-  std::vector<std::string> tuned;     // "section.isa (kernel shape: 1.23 ms)", "kernel@bucket.isa (...)"
-  std::vector<std::string> defaulted; // "section.isa"
-  std::vector<std::string> unplanned; // shapes in a bucket the kernel has no knob set for
+  std::vector<std::string> tuned;      // "section.isa (kernel shape: 1.23 ms)", "kernel@bucket.isa (...)"
+  std::vector<std::string> defaulted;  // "section.isa"
+  std::vector<std::string> unplanned;  // shapes in a bucket the kernel has no knob set for
+  std::vector<std::string> algorithms; // "section.isa: knob=value,...": algorithm values measured in every bucket
   // Sections this hardware has tuned records of, all measured with earlier revisions
   // of their schedule (a change to its files retired them): "section (revisions 3, 5; now 9)".
   std::vector<std::string> retired;

@@ -111,6 +111,8 @@ void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entr
   const auto report =
       tuner::export_knobs(base, db, hw, jobs, out, cat.revisions, cat.bucket_plans(), cat.algorithm_knobs);
   fmt::print("knob file {}: {} knob sets tuned at these shapes (over {}).\n", out, report.tuned.size(), base);
+  for (const auto& a : report.algorithms)
+    fmt::print("algorithm knobs {} (measured in every bucket that has records)\n", a);
   if (r.knob_file.empty())
     fmt::print("The next build on this hardware uses it; elsewhere build with -DHALFORMER_KNOB_FILE={}\n", out);
   else

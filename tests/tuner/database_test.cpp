@@ -111,9 +111,10 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
   CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
 
-  // A later tune (this file its base) adopts a prefill record of another kv_chunk
-  // for the section: every bucket set takes the section's algorithm, including
-  // those the base file holds from the earlier algorithm.
+  // A later tune (this file its base) measures another kv_chunk in every bucket
+  // that has records (prefill and one-row decode), the section adopts it, and every
+  // bucket set takes the section's algorithm, including those the base file holds
+  // from the earlier algorithm.
   record prefill = other_chunk;
   prefill.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
                     return e.kernel == "attention" && e.primary;
@@ -122,6 +123,9 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   const int chunk = prefill.knobs.at("kv_chunk") * 2;
   prefill.knobs["kv_chunk"] = chunk;
   db.append(prefill);
+  record one_row = prefill;
+  one_row.shape = other_chunk.shape, one_row.median_ms = other_chunk.median_ms;
+  db.append(one_row);
   const std::string later = work.path + "/knobs_later.json";
   export_knobs(file, db, hw, shapes, later, c.revisions, c.bucket_plans(), c.algorithm_knobs);
   std::ifstream later_in(later);
@@ -151,6 +155,53 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   std::ifstream log_a(work.path + "/gen_a.log");
   INFO(std::string((std::istreambuf_iterator<char>(log_a)), std::istreambuf_iterator<char>()));
   CHECK(rc_attention == 0);
+}
+
+TEST_CASE("an algorithm knob is chosen by its time in every bucket, not at prefill alone", "[tuner][database]") {
+  // As on a Zen 3: a larger kv_chunk won at prefill and was never measured at one
+  // row, where it is slower; taken from prefill alone, batch 1 would run it.
+  temp_dir work("algorithm");
+  database db(work.path);
+  const auto hw = this_machine();
+  const auto c = real_catalog();
+  const auto shapes = preset("transformer-base");
+  const auto shape_of = [&](const std::string& bucket) {
+    return std::find_if(shapes.begin(), shapes.end(),
+                        [&](const preset_entry& e) { return e.kernel == "attention" && bucket_of(e.shape) == bucket; })
+        ->shape;
+  };
+  const auto hand = default_knobs(real_tools(work.path), "attention", "avx2");
+  const int chunk = hand.at("kv_chunk") * 2;
+  const auto add = [&](const std::string& bucket, int kv_chunk, double ms) {
+    record r;
+    r.kernel = "attention", r.knob_section = "attention", r.target = target_of_isa("avx2"), r.status = "ok";
+    r.hardware = hw.key(), r.schedule_revision = c.revisions.at("attention"), r.shape = shape_of(bucket);
+    r.median_ms = ms, r.source = "random", r.knobs = hand, r.knobs["kv_chunk"] = kv_chunk;
+    db.append(r);
+  };
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  const auto exported_chunks = [&](const std::string& name) {
+    const std::string file = work.path + "/" + name;
+    const auto report = export_knobs(defaults, db, hw, shapes, file, c.revisions, c.bucket_plans(), c.algorithm_knobs);
+    std::ifstream in(file);
+    const auto j = nlohmann::json::parse(in);
+    std::set<int> chunks{j["attention"]["avx2"]["kv_chunk"].get<int>()};
+    for (const auto& [bucket, sets] : j["_buckets"]["attention"].items())
+      chunks.insert(sets["avx2"]["kv_chunk"].get<int>());
+    return std::make_pair(chunks, report.algorithms);
+  };
+  add("prefill", hand.at("kv_chunk"), 9.3), add("prefill", chunk, 6.5);
+  add("decode1", hand.at("kv_chunk"), 0.025);
+  CHECK(exported_chunks("a.json").first == std::set<int>{hand.at("kv_chunk")}); // unmeasured at one row
+  add("decode1", chunk, 0.045); // measured there now: 6.5/6.5 + 0.045/0.025 > 9.3/6.5 + 1
+  const auto [chunks, algorithms] = exported_chunks("b.json");
+  CHECK(chunks == std::set<int>{hand.at("kv_chunk")});
+  REQUIRE(algorithms.size() == 1);
+  CHECK_THAT(algorithms[0], Catch::StartsWith("attention.avx2: ") &&
+                                Catch::Contains("kv_chunk=" + std::to_string(hand.at("kv_chunk"))));
+  add("decode", chunk, 0.2), add("decode", hand.at("kv_chunk"), 0.2);
+  add("decode1", chunk, 0.026); // faster than before at one row: now the cheaper in all three
+  CHECK(exported_chunks("c.json").first == std::set<int>{chunk});
 }
 
 TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "[tuner][database]") {
