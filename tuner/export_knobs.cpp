@@ -58,6 +58,21 @@ std::vector<std::string> retired_sections(const std::vector<record>& records, co
   return retired;
 }
 
+// Whether `r` was measured with `values`' algorithm knobs (those it names).
+bool measured_with(const record& r, const std::set<std::string>& algorithm, const nlohmann::json& values) {
+  return std::all_of(algorithm.begin(), algorithm.end(),
+                     [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); });
+}
+
+// The first of `shapes` that `kernel` runs in `bucket`, if any.
+const preset_entry* first_shape_in(const std::vector<preset_entry>& shapes, const std::string& kernel,
+                                   const std::string& bucket) {
+  const auto it = std::find_if(shapes.begin(), shapes.end(), [&](const preset_entry& e) {
+    return e.kernel == kernel && bucket_of(e.shape) == bucket;
+  });
+  return it == shapes.end() ? nullptr : &*it;
+}
+
 // A section's algorithm knobs (one value per pipeline, which all its buckets run)
 // are chosen on the evidence of every bucket its kernels run in, not of the first
 // primary shape alone: taken there, a Zen 3's attention adopted kv_chunk 64 from its
@@ -88,10 +103,8 @@ std::vector<std::pair<std::string, std::string>> judged_shapes(const std::string
     if (plan.section != section)
       continue;
     for (const auto& bucket : plan.buckets) {
-      std::string at, latest_when;
-      for (const auto& e : shapes)
-        if (e.kernel == kernel && bucket_of(e.shape) == bucket && at.empty())
-          at = e.shape;
+      const preset_entry* tuned = first_shape_in(shapes, kernel, bucket);
+      std::string at = tuned ? tuned->shape : "", latest_when;
       for (const auto& r : records)
         if (at.empty() && r.kernel == kernel && bucket_of(r.shape) == bucket && r.verified() &&
             usable(r, section, isa, kernel, r.shape) && r.when > latest_when)
@@ -172,10 +185,7 @@ void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& rec
       for (const auto& e : shapes) {
         const auto ok = [&](const record& r) {
           return usable(r, section, isa, e.kernel, e.shape) &&
-                 (!algorithm_knobs.count(section) ||
-                  std::all_of(
-                      algorithm_knobs.at(section).begin(), algorithm_knobs.at(section).end(),
-                      [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); }));
+                 (!algorithm_knobs.count(section) || measured_with(r, algorithm_knobs.at(section), values));
         };
         if (e.primary && !best && (best = pick_tuned(records, ok)))
           where = e.kernel + " " + e.shape;
@@ -229,15 +239,12 @@ nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel
   for (const auto& k : algorithm)
     if (section.contains(k))
       values[k] = section[k];
-  const auto same_algorithm = [&](const record& r) {
-    return std::all_of(algorithm.begin(), algorithm.end(),
-                       [&](const std::string& k) { return !r.knobs.count(k) || values.value(k, -1) == r.knobs.at(k); });
-  };
-  const record* rec = at ? pick_tuned(records,
-                                      [&](const record& r) {
-                                        return usable(r, plan.section, isa, kernel, at->shape) && same_algorithm(r);
-                                      })
-                         : nullptr;
+  const record* rec =
+      at ? pick_tuned(records,
+                      [&](const record& r) {
+                        return usable(r, plan.section, isa, kernel, at->shape) && measured_with(r, algorithm, values);
+                      })
+         : nullptr;
   if (!rec) {
     if (!values.contains("_why"))
       values["_why"] = "no tuned record" + (at ? " at " + at->shape : std::string(" (no such shape tuned)")) +
@@ -291,10 +298,7 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
     const auto algorithm =
         algorithm_knobs.count(plan.section) ? algorithm_knobs.at(plan.section) : std::set<std::string>{};
     for (const auto& bucket : plan.buckets) {
-      const preset_entry* at = nullptr;
-      for (const auto& e : shapes)
-        if (e.kernel == kernel && bucket_of(e.shape) == bucket && !at)
-          at = &e;
+      const preset_entry* at = first_shape_in(shapes, kernel, bucket);
       nlohmann::json sets = nlohmann::json::object();
       for (const auto& [isa, section_values] : knobs[plan.section].items())
         sets[isa] = bucket_set(knobs, kernel, plan, bucket, isa, records, at, usable, algorithm, report);
