@@ -123,24 +123,42 @@ std::vector<const record*> finalists(const search& s, const knob_set& defaults, 
   return top;
 }
 
-// What a confirmation round of these finalists will cost: a build each and `rounds`
-// runs each, as long as their search measurements took (a resumed record without
-// timings counts as the average of those with).
+// The builds of the knob sets a confirmation round would take (the default and
+// the fastest few), kept from their search measurement: confirming them then
+// costs their runs alone, so that a small budget still re-measures the default
+// beside the best (the default, measured first, can run cold: a Zen 3's prefill
+// attention default measured 9.3 ms in the search, 6.7-7.4 ms side by side).
+using kept_builds = std::map<knob_set, built_candidate>;
+
+// What a confirmation round of these finalists will cost: a build each (but for
+// those kept) and `rounds` runs each, as long as their search measurements took
+// (a resumed record without timings counts as the average of those with).
 struct confirm_cost {
   double build_s = 0, run_s = 0; // summed over the finalists
   double total(int rounds) const { return build_s + rounds * run_s; }
 };
-confirm_cost cost_of(const std::vector<const record*>& top) {
+confirm_cost cost_of(const std::vector<const record*>& top, const kept_builds& kept) {
   confirm_cost c;
-  int timed = 0;
-  for (const record* r : top)
+  int timed = 0, to_build = 0;
+  for (const record* r : top) {
+    const bool build = !kept.contains(r->knobs);
+    to_build += build;
     if (r->settings.contains("build_s")) {
-      c.build_s += r->settings["build_s"].get<double>(), c.run_s += r->settings["run_s"].get<double>();
+      c.build_s += build ? r->settings["build_s"].get<double>() : 0.0;
+      c.run_s += r->settings["run_s"].get<double>();
       ++timed;
     }
+  }
   if (timed > 0 && timed < int(top.size()))
-    c.build_s *= double(top.size()) / timed, c.run_s *= double(top.size()) / timed;
+    c.build_s *= double(to_build) / timed, c.run_s *= double(top.size()) / timed;
   return c;
+}
+
+// Keeps the builds of the knob sets that are finalists now, and drops the rest.
+void keep_finalists(kept_builds& kept, const std::vector<const record*>& top) {
+  for (auto it = kept.begin(); it != kept.end();)
+    it = std::any_of(top.begin(), top.end(), [&](const record* r) { return r->knobs == it->first; }) ? std::next(it)
+                                                                                                     : kept.erase(it);
 }
 
 double seconds_left(const tune_options& o) {
@@ -152,11 +170,11 @@ double seconds_left(const tune_options& o) {
 // measured again, side by side over as many rounds as the budget has left (at
 // most confirm_rounds); the build trusts these records.
 void confirm(const toolchain& t, const kernel_info& k, tune_options o, const database& db, const hardware& hw,
-             const search& s, const knob_set& defaults, tune_result& result) {
+             const search& s, const knob_set& defaults, kept_builds& kept, tune_result& result) {
   const auto top = finalists(s, defaults, o);
   if (o.confirm_rounds <= 0 || top.size() <= 1)
     return;
-  const confirm_cost cost = cost_of(top);
+  const confirm_cost cost = cost_of(top, kept);
   const double left = seconds_left(o);
   o.confirm_rounds = std::min(o.confirm_rounds, cost.run_s > 0 ? int((left - cost.build_s) / cost.run_s) : 1);
   if (o.confirm_rounds < 1) {
@@ -164,13 +182,21 @@ void confirm(const toolchain& t, const kernel_info& k, tune_options o, const dat
                  k.name.c_str(), o.shape.c_str(), cost.total(1), std::max(0.0, left));
     return;
   }
-  std::vector<built_candidate> built;
+  std::vector<built_candidate> rebuilt;
+  rebuilt.reserve(top.size());
+  std::vector<const built_candidate*> built;
   for (const record* r : top)
-    built.push_back(build(t, k, r->knobs, o, hw, "confirm"));
+    if (auto kb = kept.find(r->knobs); kb != kept.end())
+      built.push_back(&kb->second);
+    else
+      built.push_back(&rebuilt.emplace_back(build(t, k, r->knobs, o, hw, "confirm")));
   std::vector<timed_run> runs;
   for (std::size_t i = 0; i < built.size(); ++i)
-    runs.push_back({"finalist " + std::to_string(i + 1) + "/" + std::to_string(built.size()),
-                    [&, i] { return run(built[i], o); }});
+    runs.push_back({"finalist " + std::to_string(i + 1) + "/" + std::to_string(built.size()), [&, i] {
+                      record r = run(*built[i], o);
+                      r.source = "confirm"; // a kept build carries its search source
+                      return r;
+                    }});
   const auto confirmed = interleaved(runs, o.confirm_rounds, "tune " + k.name + " " + o.shape + " confirming");
   const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
   const std::string batch = now_iso() + "/" + std::to_string(::getpid());
@@ -180,6 +206,7 @@ void confirm(const toolchain& t, const kernel_info& k, tune_options o, const dat
     rr.settings["confirm_batch"] = batch;
     rr.settings["chosen"] = &r == chosen;
     rr.settings["adopt_margin"] = o.adopt_margin;
+    rr.settings["rebuilt"] = !kept.contains(r.knobs);
     db.append(rr);
     if (r.verified() && r.knobs == defaults)
       result.defaults = r;
@@ -230,9 +257,10 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   // confirmation round needs; a trial (an autoscheduler's compile) stops there.
   const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double>(o.budget_s));
+  kept_builds kept;
   const auto confirm_reserve = [&] {
     const auto top = finalists(s, defaults, o);
-    return top.size() > 1 ? cost_of(top).total(o.confirm_rounds) : 0.0;
+    return top.size() > 1 ? cost_of(top, kept).total(o.confirm_rounds) : 0.0;
   };
   tune_options trial_o = o;
   double last_trial_s = 0;
@@ -252,7 +280,8 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     trial_o.deadline = end - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(confirm_reserve()));
     const double t0 = elapsed();
-    record r = measure(t, k, cand, trial_o, hw, source);
+    built_candidate built;
+    record r = measure(t, k, cand, trial_o, hw, source, built);
     last_trial_s = elapsed() - t0;
     db.append(r);
     ++result.trials;
@@ -263,6 +292,9 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       continue;
     }
     s.seen[cand] = r;
+    if (r.verified() && autoscheduler_of(cand).empty())
+      kept.emplace(cand, std::move(built));
+    keep_finalists(kept, finalists(s, defaults, o));
     report(s, k, o, result, defaults, elapsed(), tty);
   }
   if (tty)
@@ -273,7 +305,7 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     result.defaults = d->second;
   tune_options confirm_o = o;
   confirm_o.deadline = end;
-  confirm(t, k, confirm_o, db, hw, s, defaults, result);
+  confirm(t, k, confirm_o, db, hw, s, defaults, kept, result);
   return result;
 }
 

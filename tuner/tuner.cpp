@@ -234,19 +234,33 @@ const record* choose_confirmed(const std::vector<record>& confirmed, const knob_
   return winner;
 }
 
-record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+namespace {
+record measure_built(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+                     const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args,
+                     built_candidate& c) {
   const auto seconds_since = [](auto t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   const auto t0 = std::chrono::steady_clock::now();
-  const built_candidate c = build(t, k, knobs, o, hw, source, generator_args);
+  c = build(t, k, knobs, o, hw, source, generator_args);
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   record r = run(c, o);
   r.settings["build_s"] = build_s;
   r.settings["run_s"] = seconds_since(t1);
   return r;
+}
+} // namespace
+
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+  built_candidate c;
+  return measure_built(t, k, knobs, o, hw, source, generator_args, c);
+}
+
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source, built_candidate& built) {
+  return measure_built(t, k, knobs, o, hw, source, {}, built);
 }
 
 } // namespace halformer::tuner

@@ -149,6 +149,10 @@ const record* choose_confirmed(const std::vector<record>& confirmed, const knob_
 // `generator_args` are extra generator arguments (e.g. an autoscheduler plugin).
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
                const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args = {});
+// As measure(), handing the built candidate to `built` so that it can run again
+// (a confirmation round) without being rebuilt.
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source, built_candidate& built);
 
 struct tune_result {
   record best, defaults; // best: the confirmation round's winner (or the search's, without one)

@@ -66,6 +66,37 @@ TEST_CASE("a search and its confirmation round end within the budget", "[tuner][
     }
 }
 
+TEST_CASE("a confirmation round runs the search's own builds again; a resumed search's are rebuilt",
+          "[tuner][budget]") {
+  temp_dir work("confirm_kept");
+  const toolchain t = real_tools(work.path);
+  auto o = small_layernorm();
+  o.budget_s = 120, o.max_trials = 3, o.initial_random = 2;
+  database db(work.path + "/db");
+  const auto confirmations = [&] {
+    std::vector<record> c;
+    for (const auto& rec : db.load())
+      if (rec.confirmed())
+        c.push_back(rec);
+    return c;
+  };
+  const auto first = tune(t, real_catalog(), "layernorm", o, db, this_machine());
+  REQUIRE(first.best.confirmed());
+  const auto kept = confirmations();
+  REQUIRE(kept.size() >= 2); // the default and at least one candidate
+  for (const auto& rec : kept)
+    CHECK(rec.settings.value("rebuilt", true) == false);
+  CHECK(std::any_of(kept.begin(), kept.end(), [&](const record& r) { return r.knobs == first.defaults.knobs; }));
+
+  // Resumed: the earlier measurements have no build in this process.
+  o.max_trials = 1;
+  tune(t, real_catalog(), "layernorm", o, db, this_machine());
+  const auto all = confirmations();
+  REQUIRE(all.size() > kept.size());
+  CHECK(std::any_of(all.begin() + std::ptrdiff_t(kept.size()), all.end(),
+                    [](const record& r) { return r.settings.value("rebuilt", false); }));
+}
+
 namespace {
 record tuned_elsewhere(const std::string& hardware, const std::string& target, const knob_set& knobs, double ms) {
   record r;
