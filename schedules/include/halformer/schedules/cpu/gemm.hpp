@@ -48,6 +48,9 @@ inline std::vector<knob_decl> gemm_knobs() {
       {"gemv_acc_kib",
        {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
        "decode: at most this many KiB of accumulators per multi-row task"},
+      {"gemv_k_most",
+       {8, 16, 32, 64, 128},
+       "decode: at most this many weight rows per multi-row tile's chunk, however large the batch"},
   };
 }
 
