@@ -139,18 +139,21 @@ struct confirm_cost {
 };
 confirm_cost cost_of(const std::vector<const record*>& top, const kept_builds& kept) {
   confirm_cost c;
-  int timed = 0, to_build = 0;
+  double timed_build_s = 0; // every timed finalist's build, kept or not: the average for the untimed
+  int timed = 0, untimed = 0;
   for (const record* r : top) {
-    const bool build = !kept.contains(r->knobs);
-    to_build += build;
-    if (r->settings.contains("build_s")) {
-      c.build_s += build ? r->settings["build_s"].get<double>() : 0.0;
-      c.run_s += r->settings["run_s"].get<double>();
-      ++timed;
+    if (!r->settings.contains("build_s")) {
+      ++untimed; // resumed, so never kept
+      continue;
     }
+    const double build_s = r->settings["build_s"].get<double>();
+    timed_build_s += build_s;
+    c.build_s += kept.contains(r->knobs) ? 0.0 : build_s;
+    c.run_s += r->settings["run_s"].get<double>();
+    ++timed;
   }
-  if (timed > 0 && timed < int(top.size()))
-    c.build_s *= double(to_build) / timed, c.run_s *= double(top.size()) / timed;
+  if (timed > 0 && untimed > 0)
+    c.build_s += timed_build_s / timed * untimed, c.run_s += c.run_s / timed * untimed;
   return c;
 }
 

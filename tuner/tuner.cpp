@@ -234,33 +234,25 @@ const record* choose_confirmed(const std::vector<record>& confirmed, const knob_
   return winner;
 }
 
-namespace {
-record measure_built(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-                     const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args,
-                     built_candidate& c) {
+record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
+               const hardware& hw, const std::string& source, built_candidate& built) {
   const auto seconds_since = [](auto t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   const auto t0 = std::chrono::steady_clock::now();
-  c = build(t, k, knobs, o, hw, source, generator_args);
+  built = build(t, k, knobs, o, hw, source);
   const double build_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  record r = run(c, o);
+  record r = run(built, o);
   r.settings["build_s"] = build_s;
   r.settings["run_s"] = seconds_since(t1);
   return r;
 }
-} // namespace
 
 record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source, const std::vector<std::string>& generator_args) {
+               const hardware& hw, const std::string& source) {
   built_candidate c;
-  return measure_built(t, k, knobs, o, hw, source, generator_args, c);
-}
-
-record measure(const toolchain& t, const kernel_info& k, const knob_set& knobs, const tune_options& o,
-               const hardware& hw, const std::string& source, built_candidate& built) {
-  return measure_built(t, k, knobs, o, hw, source, {}, built);
+  return measure(t, k, knobs, o, hw, source, c);
 }
 
 } // namespace halformer::tuner
