@@ -33,9 +33,9 @@ inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::
   // position's sines and cosines (one per pair of features) are computed ahead
   // of it, the frequencies once per call: inlined, every feature evaluated an
   // exp, a sine and a cosine (Zen 3, 2 threads, interleaved harness medians,
-  // d_model 512: S = 128 0.19 -> 0.116 ms, S = 2048 4.3 -> 2.2 ms, a decode
-  // step of 8 rows unchanged at 3 us; with libm's scalar sin and cos before
-  // that, 0.39 and 7.3 ms).
+  // d_model 512: S = 128 0.19 -> 0.116 ms, S = 2048 4.3 -> 2.2 ms; with libm's
+  // scalar sin and cos before that, 0.39 and 7.3 ms, and a decode step of 8 rows
+  // 5.2 us, now 3.0).
   using Halide::TailStrategy, Halide::Var;
   const int vec = target.natural_vector_size<float>();
   Halide::Func positions = ctx.stage("positions");
