@@ -87,8 +87,12 @@ template <class Args> void lowering::build(const op::sinusoidal& o, lowered& r, 
   const Halide::Expr angle = Halide::cast<float>(t + scalar_of(a[0])) * freq(i);
   sin_f(i, t) = Halide::fast_sin(angle);
   cos_f(i, t) = Halide::fast_cos(angle);
-  // Feature d's pair i (its angle is pos / 10000^(2i/d)) and function.
-  const Halide::Expr pair = Halide::select(split, Halide::select(d < sines, d, d - sines), d / 2);
+  // Feature d's pair i (its angle is pos / 10000^(2i/d)) and function. The clamp
+  // changes no value (every layout's pairs lie in [0, sines)); it bounds the
+  // select over both layouts, which bounds inference would otherwise size at
+  // [-sines, width): three times the pairs a position needs.
+  const Halide::Expr pair =
+      Halide::clamp(Halide::select(split, Halide::select(d < sines, d, d - sines), d / 2), 0, sines - 1);
   const Halide::Expr is_sine = Halide::select(split, d < sines, d % 2 == 0);
   r.f(d, t) = Halide::select(is_sine, sin_f(pair, t), cos_f(pair, t));
 }
