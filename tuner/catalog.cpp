@@ -109,6 +109,13 @@ std::string target_of_isa(const std::string& isa) {
 
 bool is_gpu(const std::string& isa) { return isa == "opencl" || isa == "cuda"; }
 
+bool measured_with_current_schedule(const catalog& c, const record& r) {
+  const bool gpu = r.target.find("-opencl") != std::string::npos || r.target.find("-cuda") != std::string::npos;
+  const auto& revisions = gpu ? c.gpu_revisions : c.revisions;
+  const auto it = revisions.find(r.knob_section);
+  return r.schedule_revision == (it == revisions.end() ? 1 : it->second); // as export_knobs counts a missing one
+}
+
 std::string measured_target(const kernel_info& k, const tune_options& o) {
   return target_of_isa(k.dot_products && !o.dot_product_isa.empty() ? o.dot_product_isa : o.isa);
 }

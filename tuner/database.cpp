@@ -66,24 +66,28 @@ record record::from_json(const nlohmann::json& j, const std::string& where) {
 
 database::database(std::string dir) : dir_(std::move(dir)), file_(dir_ + "/schedules.jsonl") {}
 
-std::vector<record> database::load() const {
-  std::vector<record> out;
+// Each record line in order, with the line as written (blank lines skipped).
+void database::each_line(const std::function<void(const std::string&, record)>& visit) const {
   std::ifstream in(file_);
-  if (!in)
-    return out; // an empty database
   std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) {
+  for (std::string line; std::getline(in, line);) { // no file: an empty database
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;
+    const std::string where = file_ + " line " + std::to_string(n);
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception& e) {
-      throw error(file_ + " line " + std::to_string(n) + ": invalid JSON: " + e.what());
+      throw error(where + ": invalid JSON: " + e.what());
     }
-    out.push_back(record::from_json(j, file_ + " line " + std::to_string(n)));
+    visit(line, record::from_json(j, where));
   }
+}
+
+std::vector<record> database::load() const {
+  std::vector<record> out;
+  each_line([&](const std::string&, record r) { out.push_back(std::move(r)); });
   return out;
 }
 
@@ -93,6 +97,30 @@ void database::append(const record& r) const {
   if (!out)
     throw error("cannot write " + file_);
   out << r.to_json().dump() << "\n";
+}
+
+std::size_t database::keep_only(const std::function<bool(const record&)>& keep) const {
+  if (!std::filesystem::exists(file_))
+    return 0;
+  const std::string kept_file = file_ + ".new";
+  std::ofstream out(kept_file, std::ios::trunc);
+  std::size_t dropped = 0;
+  try {
+    each_line([&](const std::string& line, const record& r) {
+      if (keep(r))
+        out << line << "\n";
+      else
+        ++dropped;
+    });
+  } catch (...) {
+    std::filesystem::remove(kept_file);
+    throw;
+  }
+  out.close();
+  if (!out)
+    throw error("cannot write " + kept_file);
+  std::filesystem::rename(kept_file, file_);
+  return dropped;
 }
 
 std::optional<record> database::best(const std::string& kernel, const std::string& shape, const std::string& target,

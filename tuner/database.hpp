@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,11 +42,16 @@ public:
   const std::string& file() const { return file_; }
   std::vector<record> load() const; // throws halformer::error naming a malformed line
   void append(const record& r) const;
+  // Rewrites the database with only the records `keep` accepts, each line as it
+  // was (a new file renamed over the old, so a failure leaves the old intact);
+  // returns the records dropped.
+  std::size_t keep_only(const std::function<bool(const record&)>& keep) const;
   // The tuned record for exactly this kernel, shape, target and hardware (pick_tuned).
   std::optional<record> best(const std::string& kernel, const std::string& shape, const std::string& target,
                              const std::string& hardware) const;
 
 private:
+  void each_line(const std::function<void(const std::string&, record)>& visit) const;
   std::string dir_, file_;
 };
 

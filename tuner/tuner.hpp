@@ -96,6 +96,9 @@ std::string target_of_isa(const std::string& isa); // Halide target string
 // this CPU runs with `o.isa`'s knobs (tune_options::dot_product_isa).
 std::string measured_target(const kernel_info& k, const tune_options& o);
 bool is_gpu(const std::string& isa); // opencl (cuda: not measurable yet)
+// Whether `r` was measured with its section's current schedule revision (the GPU
+// schedules' for a GPU target): only such records can reach a build.
+bool measured_with_current_schedule(const catalog& c, const record& r);
 // The kernel as measured with `isa`: its GPU schedule's revision for a GPU.
 kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa);
 // The knob space of a kernel's schedule for `isa`.

@@ -119,10 +119,29 @@ void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entr
     fmt::print("Build with -DHALFORMER_KNOB_FILE={} to use it\n", out);
 }
 
+// Drops the records measured with other revisions of their schedule (every
+// machine's): a build never uses them, and a search neither resumes from nor
+// seeds with them. The version history keeps them.
+int prune_retired(const tuner::database& db, const tuner::catalog& cat) {
+  std::map<std::string, int> dropped_by_section;
+  const auto dropped = db.keep_only([&](const tuner::record& rec) {
+    const bool current = tuner::measured_with_current_schedule(cat, rec);
+    if (!current)
+      ++dropped_by_section[rec.knob_section];
+    return current;
+  });
+  for (const auto& [section, n] : dropped_by_section)
+    fmt::print("{}: {} records of earlier schedule revisions dropped\n", section, n);
+  fmt::print("{}: {} retired records dropped, {} kept\n", db.file(), dropped, db.load().size());
+  return 0;
+}
+
 int tune(const tune_request& r, tuner::tune_options o) {
   const std::string share = build_info::share_dir;
   const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
   const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
+  if (r.prune_retired)
+    return prune_retired(tuner::database(r.db_dir), cat);
   const auto hw = tuner::this_machine();
   const tuner::database db(r.db_dir);
   o.isa = resolve_isa(o.isa);

@@ -21,6 +21,7 @@ struct tune_request {
   std::string total_budget;              // else: the whole run's, shared evenly by the pairs
   std::string knob_file; // where to write the knob file (default: this hardware's in schedules/knobs/tuned)
   std::string compute_type = "float32"; // a preset's or model's GEMMs: float32 or int8 (their *_int8 kernels)
+  bool prune_retired = false;           // instead: drop the database's records no build can use
 };
 int tune(const tune_request& r, tuner::tune_options o);
 int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,

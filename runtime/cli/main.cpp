@@ -138,10 +138,11 @@ CLI::App* add_tune(CLI::App& app, options& p) {
   auto* preset_opt =
       tune_cmd->add_option("--preset", tr.preset, "tune every kernel at a preset's shapes (transformer-base)")
           ->excludes(kernel_opt);
-  tune_cmd->add_option("--model", tr.model_dir, "tune every kernel at the shapes of this model directory")
-      ->excludes(kernel_opt)
-      ->excludes(preset_opt)
-      ->check(CLI::ExistingDirectory);
+  auto* model_opt =
+      tune_cmd->add_option("--model", tr.model_dir, "tune every kernel at the shapes of this model directory")
+          ->excludes(kernel_opt)
+          ->excludes(preset_opt)
+          ->check(CLI::ExistingDirectory);
   tune_cmd->add_option("--prefill-tokens", tr.prefill_tokens, "a model's prefill length (and decode keys)")
       ->check(CLI::Range(2, 1 << 16));
   tune_cmd
@@ -165,6 +166,12 @@ CLI::App* add_tune(CLI::App& app, options& p) {
                    "at most this many new candidates per kernel and shape (0: only re-confirm the finalists)")
       ->check(CLI::Range(0, 1000000));
   tune_cmd->add_option("--db", tr.db_dir, "schedule database directory");
+  tune_cmd
+      ->add_flag("--prune-retired", tr.prune_retired,
+                 "tune nothing: drop the database's records measured with earlier revisions of their schedule")
+      ->excludes(kernel_opt)
+      ->excludes(preset_opt)
+      ->excludes(model_opt);
   tune_cmd->add_option("--isa", to.isa,
                        "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
                        "the OpenCL device)");

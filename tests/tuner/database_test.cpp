@@ -277,3 +277,49 @@ TEST_CASE("a schedule's decode-branch knobs come from the decode record, the res
   CHECK(j["gemv_k"] == 64);
   CHECK(j["gemv_vectors"] == 2);
 }
+
+TEST_CASE("pruning drops exactly the records of earlier schedule revisions, keeping lines as written",
+          "[tuner][database]") {
+  temp_dir work("prune");
+  database db(work.path);
+  catalog cat;
+  cat.revisions = {{"layernorm", 5}};
+  cat.gpu_revisions = {{"layernorm", 9}};
+  record r;
+  r.kernel = r.knob_section = "layernorm", r.shape = "batch=8,d_model=512,t=128", r.status = "ok";
+  const auto with = [&](const std::string& target, int revision) {
+    record x = r;
+    x.target = target, x.schedule_revision = revision;
+    return x;
+  };
+  const record cpu_now = with(target_of_isa("avx2"), 5), cpu_old = with(target_of_isa("avx2"), 4),
+               gpu_now = with(target_of_isa("opencl"), 9), gpu_at_cpu_revision = with(target_of_isa("opencl"), 5);
+  record unlisted = cpu_now; // a section the catalog no longer has counts as revision 1
+  unlisted.knob_section = "gone", unlisted.schedule_revision = 3;
+  // A kept line stays as written, fields this version does not read included.
+  auto annotated = cpu_now.to_json();
+  annotated["a_later_field"] = "kept";
+  {
+    std::ofstream out(db.file());
+    out << annotated.dump() << "\n\n"
+        << cpu_old.to_json().dump() << "\n"
+        << gpu_now.to_json().dump() << "\n"
+        << gpu_at_cpu_revision.to_json().dump() << "\n"
+        << unlisted.to_json().dump() << "\n";
+  }
+  CHECK(db.keep_only([&](const record& x) { return measured_with_current_schedule(cat, x); }) == 3);
+  const auto lines = [&] {
+    std::ifstream in(db.file());
+    std::vector<std::string> all;
+    for (std::string line; std::getline(in, line);)
+      all.push_back(line);
+    return all;
+  };
+  CHECK(lines() == std::vector<std::string>{annotated.dump(), gpu_now.to_json().dump()});
+
+  // A malformed line stops the rewrite and leaves the database as it was.
+  std::ofstream(db.file(), std::ios::app) << "{not json\n";
+  CHECK_THROWS_WITH(db.keep_only([](const record&) { return false; }), Catch::Contains("line 3: invalid JSON"));
+  CHECK(lines() == std::vector<std::string>{annotated.dump(), gpu_now.to_json().dump(), "{not json"});
+  CHECK_FALSE(fs::exists(db.file() + ".new"));
+}
