@@ -203,12 +203,16 @@ void confirm(const toolchain& t, const kernel_info& k, tune_options o, const dat
   const auto confirmed = interleaved(runs, o.confirm_rounds, "tune " + k.name + " " + o.shape + " confirming");
   const record* chosen = choose_confirmed(confirmed, defaults, o.adopt_margin);
   const std::string batch = now_iso() + "/" + std::to_string(::getpid());
+  double margin = o.adopt_margin; // the one the choice applied
+  for (const auto& r : confirmed)
+    if (r.verified() && r.knobs == defaults)
+      margin = adopt_margin(r, o.adopt_margin);
   for (const auto& r : confirmed) {
     record rr = r;
     rr.settings["confirm_rounds"] = o.confirm_rounds;
     rr.settings["confirm_batch"] = batch;
     rr.settings["chosen"] = &r == chosen;
-    rr.settings["adopt_margin"] = o.adopt_margin;
+    rr.settings["adopt_margin"] = margin;
     rr.settings["rebuilt"] = !kept.contains(r.knobs);
     db.append(rr);
     if (r.verified() && r.knobs == defaults)

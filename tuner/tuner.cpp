@@ -195,6 +195,7 @@ record pool(const std::vector<record>& runs) {
   out.gflops *= runs.front().median_ms / m, out.gbps *= runs.front().median_ms / m;
   out.median_ms = m;
   out.settings["runs"] = int(runs.size());
+  out.settings["run_spread"] = (medians.back() - medians.front()) / m;
   return out;
 }
 
@@ -220,6 +221,11 @@ std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, 
   return out;
 }
 
+double adopt_margin(const record& defaults, double margin) {
+  const auto& s = defaults.settings;
+  return s.is_object() && s.contains("run_spread") ? std::max(margin, s["run_spread"].get<double>()) : margin;
+}
+
 const record* choose_confirmed(const std::vector<record>& confirmed, const knob_set& defaults, double margin) {
   const record *winner = nullptr, *def = nullptr;
   for (const auto& r : confirmed)
@@ -229,7 +235,7 @@ const record* choose_confirmed(const std::vector<record>& confirmed, const knob_
       if (r.knobs == defaults)
         def = &r;
     }
-  if (winner && def && winner != def && winner->median_ms > def->median_ms * (1 - margin))
+  if (winner && def && winner != def && winner->median_ms > def->median_ms * (1 - adopt_margin(*def, margin)))
     return def;
   return winner;
 }

@@ -130,7 +130,9 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
 // status and timings.
 record run(const built_candidate& c, const tune_options& o);
 // Several runs of one candidate as one record: the median of the runs' medians,
-// the lowest minimum and the highest maximum; not verified if any run was not.
+// the lowest minimum and the highest maximum, and how far its runs' medians
+// spread (settings.run_spread: (highest - lowest) / median); not verified if
+// any run was not.
 record pool(const std::vector<record>& runs);
 // One harness run of something being timed (a candidate, a baseline), by name.
 struct timed_run {
@@ -142,8 +144,13 @@ struct timed_run {
 // not run again. Returns each one's runs pooled.
 std::vector<record> interleaved(const std::vector<timed_run>& runs, int rounds, const std::string& what);
 
+// The gap a confirmed candidate must beat the default by: `margin`, or the
+// spread of the default's own runs in the round where that is larger (a host
+// whose identical runs differ by 15% cannot tell a 5% gain from its noise).
+double adopt_margin(const record& defaults, double margin);
+
 // The confirmation round's choice: the fastest verified record, unless the
-// default's is within `margin` of it (a smaller gap is this machine's noise,
+// default's is within adopt_margin of it (a smaller gap is this machine's noise,
 // and the hand default is the schedule with a stated reason).
 const record* choose_confirmed(const std::vector<record>& confirmed, const knob_set& defaults, double margin);
 

@@ -185,6 +185,11 @@ CLI::App* add_tune(CLI::App& app, options& p) {
   tune_cmd->add_option("--finalists", to.finalists, "best candidates re-measured with the default at the end")
       ->check(CLI::Range(0, 100));
   tune_cmd
+      ->add_option("--adopt-margin", to.adopt_margin,
+                   "a confirmed winner replaces the hand default only when faster by more than this fraction, or "
+                   "than the default's own runs spread where that is larger (default 0.03)")
+      ->check(CLI::Range(0.0, 0.5));
+  tune_cmd
       ->add_option("--confirm-rounds", to.confirm_rounds,
                    "harness runs per finalist in the confirmation round (0: none)")
       ->check(CLI::Range(0, 100));

@@ -103,6 +103,15 @@ TEST_CASE("a confirmation round keeps the default unless clearly beaten", "[tune
   CHECK(choose_confirmed({def, close}, defaults, 0.0)->knobs == close.knobs);
   CHECK(choose_confirmed({close, clear}, defaults, 0.03)->knobs == clear.knobs); // default not confirmed
   CHECK(choose_confirmed({broken}, defaults, 0.03) == nullptr);
+  // On a noisy host the default's own runs set the margin: 10% faster is not
+  // clearly faster when the default's runs spread by 15%.
+  record noisy_def = def;
+  noisy_def.settings["run_spread"] = 0.15;
+  CHECK(adopt_margin(noisy_def, 0.03) == 0.15);
+  CHECK(choose_confirmed({noisy_def, clear}, defaults, 0.03)->knobs == defaults);
+  noisy_def.settings["run_spread"] = 0.05;
+  CHECK(choose_confirmed({noisy_def, clear}, defaults, 0.03)->knobs == clear.knobs);
+  CHECK(pool({def, clear, def}).settings["run_spread"].get<double>() == Approx(0.1));
 
   // The database trusts the latest round's choice over faster confirmation records.
   record older = close, newer = def, other = clear;
