@@ -9,6 +9,7 @@
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -110,7 +111,8 @@ std::string target_of_isa(const std::string& isa) {
 bool is_gpu(const std::string& isa) { return isa == "opencl" || isa == "cuda"; }
 
 bool measured_with_current_schedule(const catalog& c, const record& r) {
-  const bool gpu = r.target.find("-opencl") != std::string::npos || r.target.find("-cuda") != std::string::npos;
+  const auto among = [&](const auto& targets) { return std::ranges::find(targets, r.target) != std::end(targets); };
+  const bool gpu = among(targets::opencl) || among(targets::cuda);
   const auto& revisions = gpu ? c.gpu_revisions : c.revisions;
   const auto it = revisions.find(r.knob_section);
   return r.schedule_revision == (it == revisions.end() ? 1 : it->second); // as export_knobs counts a missing one

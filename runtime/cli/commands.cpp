@@ -124,15 +124,18 @@ void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entr
 // seeds with them. The version history keeps them.
 int prune_retired(const tuner::database& db, const tuner::catalog& cat) {
   std::map<std::string, int> dropped_by_section;
+  std::size_t kept = 0;
   const auto dropped = db.keep_only([&](const tuner::record& rec) {
     const bool current = tuner::measured_with_current_schedule(cat, rec);
-    if (!current)
+    if (current)
+      ++kept;
+    else
       ++dropped_by_section[rec.knob_section];
     return current;
   });
   for (const auto& [section, n] : dropped_by_section)
     fmt::print("{}: {} records of earlier schedule revisions dropped\n", section, n);
-  fmt::print("{}: {} retired records dropped, {} kept\n", db.file(), dropped, db.load().size());
+  fmt::print("{}: {} retired records dropped, {} kept\n", db.file(), dropped, kept);
   return 0;
 }
 
