@@ -123,9 +123,9 @@ halformer_kernel(kv_projection BUCKETS prefill)
 halformer_kernel(q_projection BUCKETS decode decode1 decode_wide)
 halformer_kernel(attention BUCKETS prefill decode decode1)
 halformer_kernel(out_projection BUCKETS prefill decode decode1 decode_wide)
-halformer_kernel(ffn_relu BUCKETS prefill decode decode1 decode_wide)
+halformer_kernel(ffn_relu) # float32 panels: one knob set (cpu/panels.hpp)
 halformer_kernel(ffn_gelu)
-halformer_kernel(ffn_silu BUCKETS prefill decode decode1 decode_wide) # Marian's swish
+halformer_kernel(ffn_silu) # Marian's swish
 halformer_kernel(layernorm BUCKETS prefill decode)
 halformer_kernel(add_layernorm BUCKETS prefill)
 halformer_kernel(softmax BUCKETS prefill)

@@ -36,17 +36,19 @@ problem logits(shape_args& s) {
   return p;
 }
 
+// Weights (d_model, d_ff) and (d_ff, d_model) in panels (dsl/panels.hpp).
 problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
   p.make = [=] {
-    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random_weight({F, D}, 1, 1 / std::sqrt(float(D))),
-                     random({F}, 0.1f), random_weight({D, F}, 1, 1 / std::sqrt(float(F))), random({D}, 0.1f),
+    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random_panels({D, F}, 1, 1 / std::sqrt(float(D))),
+                     random({F}, 0.1f), random_panels({F, D}, 1, 1 / std::sqrt(float(F))), random({D}, 0.1f),
                      fb(D, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w1 = ref::to_ref(c.f[2]), b1 = ref::to_ref(c.f[3]), w2 = ref::to_ref(c.f[4]), b2 = ref::to_ref(c.f[5]);
+    const auto w1 = panels_to_ref(c.f[2], {D, F}, 1), b1 = ref::to_ref(c.f[3]), w2 = panels_to_ref(c.f[4], {F, D}, 1),
+               b2 = ref::to_ref(c.f[5]);
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, act), t, b, m);
   };

@@ -1,6 +1,7 @@
 // Helpers of the kernel problems (problems.hpp): random inputs, shape keys, the
 // error measure, row sampling, and binding a problem's arguments by name.
 #include "halformer/problems.hpp"
+#include "halformer/dsl/panels.hpp"
 #include "halformer/reference/bfloat16.hpp"
 
 #include "halformer/weight_layout.hpp"
@@ -38,6 +39,23 @@ bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale) {
   bf16b b = bf16_gemm_weight(shape, row_dims);
   b.for_each_element([&](const int* pos) { b(pos) = ref::bf16_bits(values(pos)); });
   return b;
+}
+
+fb random_panels(const std::vector<int>& dims, int inputs, float scale) {
+  return dsl::panels::pack<fb>(random(dims, scale), inputs);
+}
+ref::tensor panels_to_ref(const fb& packed, const std::vector<int>& dims, int inputs) {
+  const fb logical = dsl::panels::unpack<fb>(packed, dims, inputs);
+  int in = 1, out = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    (int(d) < inputs ? in : out) *= dims[d];
+  ref::tensor t({out, in});
+  std::size_t k = 0; // the logical weight's elements, dim 0 fastest: input k % in, output k / in
+  logical.for_each_value([&](float v) {
+    t(int(k / std::size_t(in)), int(k % std::size_t(in))) = v;
+    ++k;
+  });
+  return t;
 }
 
 int shape_args::operator[](const std::string& k) {

@@ -49,8 +49,10 @@ int main() {
   for (auto* b : {&bq, &bk, &bv})
     b->fill(0.01f);
   auto wo = random_buffer<float>(rng, {d_model, d_k, heads}, w_scale);
-  auto w1 = random_buffer<float>(rng, {d_ff, d_model}, w_scale);
-  auto w2 = random_buffer<float>(rng, {d_model, d_ff}, 1.0f / std::sqrt(float(d_ff)));
+  // The FFN's weights in panels (halformer_kernels.h): (1, 16, inputs, outputs / 16)
+  // for outputs a multiple of 64; random values need no packing.
+  auto w1 = random_buffer<float>(rng, {1, 16, d_model, d_ff / 16}, w_scale);
+  auto w2 = random_buffer<float>(rng, {1, 16, d_ff, d_model / 16}, 1.0f / std::sqrt(float(d_ff)));
   Buffer<float> bo(d_model), b1(d_ff), b2(d_model), gamma(d_model), beta(d_model);
   bo.fill(0.0f), b1.fill(0.0f), b2.fill(0.0f), gamma.fill(1.0f), beta.fill(0.0f);
   Buffer<int32_t> lengths(batch);

@@ -12,13 +12,15 @@
  * signatures; their buffers live on the device between calls (Halide copies host
  * data over when host_dirty is set and leaves outputs device_dirty: call
  * halide_copy_to_host() before reading them).
- * The int8 GEMM kernels (*_int8 but the embedding) take their weight in panels:
- * a weight of logical extents (in0, in1..., out0, out1...) (PyTorch's [out][in]
- * rows: in0 fastest) is a dense int8 buffer of extents
- *   (4, 16, ceil(in0 / 4), in1..., 4 * ceil(out0 / 64), out1...)
- * holding w(i, ..., o, ...) at (i % 4, o % 16, i / 4, ..., o / 16, ...) and zeros
- * elsewhere: 16 outputs' runs of 4 consecutive inputs, what one vpdpbusd
- * multiplies (halformer/dsl/panels.hpp, pack()).
+ * The int8 GEMM kernels (*_int8 but the embedding) and the float32 FFN kernels
+ * (ffn_relu, ffn_gelu, ffn_silu: w1, w2) take their weights in panels: a weight
+ * of logical extents (in0, in1..., out0, out1...) (PyTorch's [out][in] rows: in0
+ * fastest) is a dense buffer of its element type of extents
+ *   (g, 16, ceil(in0 / g), in1..., 4 * ceil(out0 / 64), out1...)
+ * with g = 4 for int8 and 1 for float32, holding w(i, ..., o, ...) at
+ * (i % g, o % 16, i / g, ..., o / 16, ...) and zeros elsewhere: 16 outputs'
+ * runs of g consecutive inputs, one 64-byte line, what one vpdpbusd (int8) or
+ * one input's FMAs (float32) multiply (halformer/dsl/panels.hpp, pack()).
  * Plain C; needs no Halide installation (HalideRuntime.h ships beside this header). */
 #ifndef HALFORMER_KERNELS_H
 #define HALFORMER_KERNELS_H

@@ -109,12 +109,14 @@ void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, in
 
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
 // The layouts, as the kernels take them: float32 `float_dims` (output dims
-// first), int8 and bfloat16 `int8_dims` (input dims first; add_int8_rows).
+// first) or, where `float_panels`, `int8_dims` in panels as the int8 weights;
+// int8 and bfloat16 `int8_dims` (input dims first; add_int8_rows).
 struct gemm_shape {
   std::vector<int> float_dims;
   int float_outputs; // leading dims of float_dims that index the output
   std::vector<int> int8_dims;
-  int int8_inputs; // leading dims of int8_dims that index the input
+  int int8_inputs;           // leading dims of int8_dims that index the input
+  bool float_panels = false; // float32 weights in panels (the FFN kernels')
 };
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
@@ -124,6 +126,12 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
   }
   if (type == gemm_weights::bfloat16) {
     add_bf16_rows(w, s.int8_dims, s.int8_inputs, into, name);
+    return;
+  }
+  if (s.float_panels) {
+    fbuffer rows(s.int8_dims); // PyTorch's [out][in] is the dot-product layout as it is
+    std::copy(w.begin(), w.end(), rows.data());
+    into[name] = dsl::panels::pack<fbuffer>(rows, s.int8_inputs);
     return;
   }
   std::vector<bool> is_input(s.float_dims.size(), true);
@@ -236,9 +244,9 @@ void attention_weights(const tensor_reader& r, const std::string& layer, const s
 
 void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, gemm_weights type, layer_tensors& out) {
   const int d = r.config().d_model, ff = r.config().dim_feedforward;
-  add_gemm_weight(r.read(layer + "fc1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1}, type, out, "linear1.weight");
+  add_gemm_weight(r.read(layer + "fc1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1, true}, type, out, "linear1.weight");
   out["linear1.bias"] = r.vector(layer + "fc1.bias", ff);
-  add_gemm_weight(r.read(layer + "fc2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1}, type, out, "linear2.weight");
+  add_gemm_weight(r.read(layer + "fc2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1, true}, type, out, "linear2.weight");
   out["linear2.bias"] = r.vector(layer + "fc2.bias", d);
   for (int n = 1; n <= norms; ++n) {
     const std::string norm = "norm" + std::to_string(n);

@@ -39,12 +39,40 @@ TEST_CASE("decode-step GEMMs give a row the same bits alone and in any batch", "
     auto x = test::random({D, 1, rows});
     auto w = test::random({V, D}, 1.0f / std::sqrt(float(D))), b = test::random({V}, 0.1f);
     check_rows_alone(x, V, [&](Buffer<float> in, Buffer<float> out) { return HF(logits)(in, w, b, out); });
-    auto w1 = test::random({F, D}, 1.0f / std::sqrt(float(D))), b1 = test::random({F}, 0.1f);
-    auto w2 = test::random({D, F}, 1.0f / std::sqrt(float(F))), b2 = test::random({D}, 0.1f);
+    auto w1 = test::panels(test::random({D, F}, 1.0f / std::sqrt(float(D))), 1), b1 = test::random({F}, 0.1f);
+    auto w2 = test::panels(test::random({F, D}, 1.0f / std::sqrt(float(F))), 1), b2 = test::random({D}, 0.1f);
     check_rows_alone(x, D, [&](Buffer<float> in, Buffer<float> out) {
       Buffer<float> residual(D, 1, in.dim(2).extent()); // zeros: the residual add is exact anyway
       residual.fill(0.0f);
       return HF(ffn_relu)(in, residual, w1, b1, w2, b2, out);
     });
   }
+}
+
+// An encoder's sentence alone or padded in a batch: the FFN's prefill rows give
+// the bits of the row alone (a decode step), whatever t, batch and widths
+// (partial panels and panel groups), with a residual (its add must not
+// reassociate with the bias per branch).
+TEST_CASE("an FFN row gives the same bits in a prefill of any shape as alone", "[ffn][batch]") {
+  for (auto [D, F] : {std::pair{96, 200}, std::pair{32, 64}})
+    for (int B : {1, 3})
+      for (int T : {2, 3, 5, 9}) {
+        INFO("d_model " << D << " d_ff " << F << " batch " << B << " t " << T);
+        auto w1 = test::panels(test::random({D, F}, 1.0f / std::sqrt(float(D))), 1), b1 = test::random({F}, 0.1f);
+        auto w2 = test::panels(test::random({F, D}, 1.0f / std::sqrt(float(F))), 1), b2 = test::random({D}, 0.1f);
+        auto x = test::random({D, T, B}), residual = test::random({D, T, B});
+        Buffer<float> out(D, T, B);
+        REQUIRE(HF(ffn_relu)(x, residual, w1, b1, w2, b2, out) == 0);
+        int differing = 0;
+        for (int b = 0; b < B; ++b)
+          for (int t = 0; t < T; ++t) {
+            Buffer<float> x1(D, 1, 1), r1(D, 1, 1), alone(D, 1, 1);
+            for (int d = 0; d < D; ++d)
+              x1(d, 0, 0) = x(d, t, b), r1(d, 0, 0) = residual(d, t, b);
+            REQUIRE(HF(ffn_relu)(x1, r1, w1, b1, w2, b2, alone) == 0);
+            for (int o = 0; o < D; ++o)
+              differing += alone(o, 0, 0) != out(o, t, b);
+          }
+        CHECK(differing == 0);
+      }
 }

@@ -60,10 +60,12 @@ TEST_CASE("layernorm rejects gamma of the wrong size and a non-unit inner stride
 
 TEST_CASE("ffn and logits reject mismatched inner widths", "[errors]") {
   auto x = test::random({8, 2, 1}), r = test::random({8, 2, 1});
-  auto w1 = test::random({16, 8}), b1 = test::random({16}), w2 = test::random({8, 15}), b2 = test::random({8});
+  // w2 holds 15 inputs per output where the hidden layer has 16.
+  auto w1 = test::panels(test::random({8, 16}), 1), b1 = test::random({16});
+  auto w2 = test::panels(test::random({15, 8}), 1), b2 = test::random({8});
   Buffer<float> out(8, 2, 1);
   REQUIRE_KERNEL_ERROR(HF(ffn_relu)(x, r, w1, b1, w2, b2, out),
-                       "Input buffer w2 is accessed at 15, which is beyond the max (14) in dimension 1");
+                       "Input buffer w2 is accessed at 15, which is beyond the max (14) in dimension 2");
   auto w = test::random({5, 9}), b = test::random({5});
   Buffer<float> logits(5, 2, 1);
   REQUIRE_KERNEL_ERROR(HF(logits)(x, w, b, logits), "w.extent.1 (9) == x.extent.0 (8)");

@@ -12,6 +12,7 @@
 // of order 1e-2..1 and fails by orders of magnitude.
 #pragma once
 
+#include "halformer/dsl/panels.hpp"
 #include "halformer/reference/convert.hpp"
 #include "hf_all.h"
 #include "kernel_api.hpp"
@@ -39,6 +40,18 @@ inline Buffer<float> random(std::vector<int> shape, float scale = 1.0f) {
   std::normal_distribution<float> n(0.0f, scale);
   b.for_each_value([&](float& v) { v = n(rng()); });
   return b;
+}
+
+// A float32 GEMM weight of logical extents `dims` (the dot-product order, its
+// first `inputs` dims the input's) stored in panels, as the kernels take it.
+inline Buffer<float> panels(const Buffer<float>& logical, int inputs) {
+  return halformer::dsl::panels::pack<Buffer<float>>(logical, inputs);
+}
+// A logical (in, out) weight as the reference's (out, in) matrix.
+inline ref::tensor dot_weight_to_ref(const Buffer<float>& logical) {
+  Buffer<float> t = logical;
+  t.transpose(0, 1);
+  return to_ref(t);
 }
 
 struct comparison {

@@ -80,14 +80,14 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   const auto c = real_catalog();
   const auto shapes = model_shapes({64, 4, 256, 100, 120, "relu"}, 16, 4); // no preset has these
   const auto decode = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-    return e.kernel == "ffn_relu" && bucket_of(e.shape) == "decode";
+    return e.kernel == "out_projection" && bucket_of(e.shape) == "decode";
   });
   REQUIRE(decode != shapes.end());
   record r;
-  r.kernel = "ffn_relu", r.knob_section = "ffn", r.target = target_of_isa("avx2"), r.status = "ok";
-  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("ffn"), r.shape = decode->shape;
+  r.kernel = "out_projection", r.knob_section = "out_projection", r.target = target_of_isa("avx2"), r.status = "ok";
+  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("out_projection"), r.shape = decode->shape;
   r.median_ms = 0.01, r.source = "confirm";
-  r.knobs = default_knobs(real_tools(work.path), "ffn", "avx2");
+  r.knobs = default_knobs(real_tools(work.path), "out_projection", "avx2");
   r.knobs["rows"] = 2, r.knobs["tiles_per_task"] = 16;
   db.append(r);
   record other_chunk; // attention at a decode shape, measured with another kv_chunk than the section's
@@ -105,8 +105,8 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   CHECK(report.tuned.size() == 1);
   std::ifstream in(file);
   const auto j = nlohmann::json::parse(in);
-  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["rows"] == 2);
-  CHECK(j["_buckets"]["ffn_relu"]["decode"]["avx2"]["tiles_per_task"] == 16);
+  CHECK(j["_buckets"]["out_projection"]["decode"]["avx2"]["rows"] == 2);
+  CHECK(j["_buckets"]["out_projection"]["decode"]["avx2"]["tiles_per_task"] == 16);
   CHECK(j["_source"]["hardware"] == hw.key());
   // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
   CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
@@ -137,11 +137,10 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   }
   // The generator builds the file's knob sets: the decode branch with the tuned values.
   const toolchain t = real_tools(work.path);
-  const int rc =
-      std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
-                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=ffn_relu knob_file=" + file + " > " +
-                   work.path + "/gen.log 2>&1")
-                      .c_str());
+  const int rc = std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
+                              "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=out_projection knob_file=" + file +
+                              " > " + work.path + "/gen.log 2>&1")
+                                 .c_str());
   std::ifstream log(work.path + "/gen.log");
   INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
   CHECK(rc == 0);

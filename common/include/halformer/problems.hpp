@@ -37,6 +37,12 @@ i8b random_int8_weight(std::vector<int> shape, int row_dims);
 // A bfloat16 GEMM weight of normal values (deviation `scale`) rounded to bfloat16,
 // laid out the same way.
 bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale);
+// A float32 GEMM weight of logical extents `dims` in the dot-product order (its
+// first `inputs` dims index the input) stored in panels (dsl/panels.hpp), as the
+// runtime stores it; and such a weight as a reference (out, in) matrix (input and
+// output the flattened indices of their dims).
+fb random_panels(const std::vector<int>& dims, int inputs, float scale);
+ref::tensor panels_to_ref(const fb& packed, const std::vector<int>& dims, int inputs);
 
 // The shape's values by name; every one must be read by the kernel's problem.
 struct shape_args {

@@ -1,4 +1,4 @@
-// expect: linear: the weight's last \(input\) dimension must be the input's dim 0
+// expect: linear: the weight's first or last \(input\) dimension must be the input's dim 0
 #include "halformer/dsl/expr.hpp"
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;

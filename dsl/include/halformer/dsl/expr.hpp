@@ -66,7 +66,7 @@ struct input {
   std::string name;
   dtype type = dtype::f32;
   bool any_stride = false; // the innermost dimension may have any stride (strided_input)
-  int panel_inputs = 0;    // an int8 GEMM weight in panels (panel_input): its leading input dims
+  int panel_inputs = 0;    // a GEMM weight in panels (panel_input): its leading input dims
 };
 struct output { // a kernel's output, by its name in the kernel's outputs() (layer wiring only)
   std::string name;
@@ -156,11 +156,12 @@ template <class S, dtype D = dtype::f32> auto input(std::string name, S s, eleme
 template <class S, dtype D = dtype::f32> auto strided_input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D, true}, s);
 }
-// An int8 GEMM weight of logical shape (inputs..., outputs...), its first
-// `inputs` dims indexing the input, stored in panels (panels.hpp): the buffer
-// has two dims more than the shape.
-template <class S> auto panel_input(std::string name, S s, int inputs) {
-  return make<element<dtype::i8>>(op::input{std::move(name), dtype::i8, false, inputs}, s);
+// A GEMM weight (int8 by default, or float32) of logical shape (inputs...,
+// outputs...), its first `inputs` dims indexing the input, stored in panels
+// (panels.hpp): the buffer has two dims more than the shape.
+template <class S, dtype D = dtype::i8> auto panel_input(std::string name, S s, int inputs, element<D> = {}) {
+  static_assert(D == dtype::i8 || D == dtype::f32, "halformer::dsl::panel_input: panels hold int8 or float32 weights");
+  return make<element<D>>(op::input{std::move(name), D, false, inputs}, s);
 }
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
   return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
@@ -202,22 +203,30 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   return make<Element>(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
 }
 
-// y = x . W + bias, contracting x's dim 0 (its features) with W's last dimension.
-// The result is W's leading dimensions followed by x's others, unless `out` reorders
-// them (e.g. a head layout (d_k, t, heads, batch)).
+// y = x . W + bias, contracting x's dim 0 (its features) with W's input dim:
+// its last (W (outputs..., in), a row per input feature) or its first (the
+// dot-product order (in, outputs...), a row per output, as weights in panels
+// are). The result is W's output dimensions followed by x's others, unless
+// `out` reorders them (e.g. a head layout (d_k, t, heads, batch)).
 template <Tensor X, Tensor W>
-using natural_linear_shape_t = decltype(hana::concat(hana::drop_back(shape_t<W>{}), hana::drop_front(shape_t<X>{})));
+inline constexpr bool input_first_v = std::is_same_v<std::decay_t<decltype(hana::front(shape_t<X>{}))>,
+                                                     std::decay_t<decltype(hana::front(shape_t<W>{}))>>;
+// W's dimensions that X lacks: its output dimensions, in W's order.
+template <Tensor X, Tensor W> using weight_outputs_t = decltype(minus(shape_t<W>{}, shape_t<X>{}));
+template <Tensor X, Tensor W>
+using natural_linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, hana::drop_front(shape_t<X>{})));
 
 template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
   using SX = shape_t<X>;
   using SW = shape_t<W>;
-  static_assert(std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
-                "halformer::dsl::linear: the weight's last (input) dimension must be the input's "
+  static_assert(input_first_v<X, W> ||
+                    std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
+                "halformer::dsl::linear: the weight's first or last (input) dimension must be the input's "
                 "dim 0 (its features)");
   static_assert(is_permutation_v<Out, natural_linear_shape_t<X, W>>,
                 "halformer::dsl::linear: the result must hold exactly the weight's output "
                 "dimensions and the input's non-feature dimensions");
-  static_assert(std::is_same_v<shape_t<Bias>, decltype(hana::drop_back(SW{}))>,
+  static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<X, W>>,
                 "halformer::dsl::linear: the bias must have the weight's output dimensions");
   static_assert(all_float_v<X, W, Bias>,
                 "halformer::dsl::linear: x, the weight and the bias must be float32 (int8 weights: "

@@ -7,10 +7,11 @@
 // attention) is float32 in both.
 //
 // Weights by name (relative to the layer): float32 ones in the float kernels'
-// layouts (output features innermost: self_attn.w_q is (d_k, heads, d_model));
-// int8 and bfloat16 ones in the dot-product layout (a weight row is one output's
-// inputs: self_attn.w_q is (d_model, d_k, heads)), int8 ones with their steps,
-// one per output, as "<weight>.step".
+// layouts (output features innermost: self_attn.w_q is (d_k, heads, d_model)),
+// but the FFN's, in the dot-product layout in panels as the int8 ones; int8 and
+// bfloat16 ones in the dot-product layout (a weight row is one output's inputs:
+// self_attn.w_q is (d_model, d_k, heads)), int8 ones with their steps, one per
+// output, as "<weight>.step".
 #pragma once
 
 #include "halformer/dsl/layer_operands.hpp"
@@ -110,8 +111,8 @@ auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const
   } else {
     kernels::ffn k;
     return hana::unpack(common(k), [&](auto... o) {
-      return run_variant(k, "ffn_" + activation, o..., k.w1 >> weight("linear1.weight", shape(d_ff, d_model)),
-                         k.w2 >> weight("linear2.weight", shape(d_model, d_ff)));
+      return run_variant(k, "ffn_" + activation, o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
+                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)));
     });
   }
 }

@@ -109,14 +109,16 @@ struct out_projection {
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
-// residual + W2 act(W1 x + b1) + b2
+// residual + W2 act(W1 x + b1) + b2. Weights in the dot-product layout, (d_model,
+// d_ff) and (d_ff, d_model) (PyTorch's [out][in] as it is), stored in panels of
+// 16 outputs (panels.hpp, panel_input) as the int8 kernels' are.
 struct ffn {
   static constexpr std::string_view schedule = "ffn";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-  decltype(input("w1", shape(d_ff, d_model))) w1 = input("w1", shape(d_ff, d_model));
+  decltype(panel_input("w1", shape(d_model, d_ff), 1, f32)) w1 = panel_input("w1", shape(d_model, d_ff), 1, f32);
   decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
-  decltype(input("w2", shape(d_model, d_ff))) w2 = input("w2", shape(d_model, d_ff));
+  decltype(panel_input("w2", shape(d_ff, d_model), 1, f32)) w2 = panel_input("w2", shape(d_ff, d_model), 1, f32);
   decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
 
   auto algorithm(op::activation act) const {

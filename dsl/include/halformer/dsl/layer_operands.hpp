@@ -75,7 +75,7 @@ template <class Formal, class Actual> struct operand {
   std::string formal;
   dtype type;
   Actual actual;
-  int panel_inputs = 0; // an int8 weight in panels (panel_input): its buffer has two dims more
+  int panel_inputs = 0; // a weight in panels (panel_input): its buffer has two dims more
 };
 template <class Formal, class S> auto operator>>(const Formal& f, const tensor_ref<S>& a) {
   int panel_inputs = 0;

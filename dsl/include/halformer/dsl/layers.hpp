@@ -165,7 +165,7 @@ struct flat_operand {
   role kind;
   double value;                  // role::constant
   std::vector<std::string> dims; // the actual tensor's dimension symbols, innermost first
-  int panel_inputs = 0;          // an int8 weight in panels: a buffer of two dims more
+  int panel_inputs = 0;          // a weight in panels: a buffer of two dims more
   int rank() const { return int(dims.size()) + (panel_inputs > 0 ? panels::extra_dims : 0); }
 };
 struct flat_step {

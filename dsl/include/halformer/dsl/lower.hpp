@@ -76,19 +76,20 @@ public:
     if constexpr (requires { Halide::ImageParam(buf).parameter(); })
       input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
   }
-  // An int8 weight stored in panels (panels.hpp): the stored Func, and a logical
-  // view of the dot-product order for any other reader. Its extents follow from
-  // the dimension symbols', which inputs bound later may define: they are
+  // A weight stored in panels (panels.hpp): the stored Func, and a logical view
+  // of the dot-product order for any other reader. Its extents follow from the
+  // dimension symbols', which inputs bound later may define: they are
   // constrained when lowering starts (constrain_panels).
   template <class Buffer> void bind_panels(const argument& leaf, Buffer& buf) {
     const std::size_t inputs = std::size_t(leaf.panel_inputs);
-    if (leaf.type != dtype::i8 || inputs >= leaf.dims.size())
-      throw std::logic_error("bind " + leaf.name + ": panels hold int8 weights with input and output dims");
-    panel_input p{Halide::Func(buf), leaf.dims, int(inputs)};
+    if ((leaf.type != dtype::i8 && leaf.type != dtype::f32) || inputs >= leaf.dims.size())
+      throw std::logic_error("bind " + leaf.name + ": panels hold int8 or float32 weights with input and output dims");
+    const int group = panels::group_inputs(leaf.type == dtype::i8 ? 1 : 4);
+    panel_input p{Halide::Func(buf), leaf.dims, int(inputs), group};
     std::vector<Halide::Expr> logical, at(leaf.dims.size() + panels::extra_dims);
     for (const auto& d : leaf.dims)
       logical.push_back(Halide::Var(d));
-    panels::position(logical.data(), logical.size(), p.inputs, at.data());
+    panels::position(logical.data(), logical.size(), p.inputs, group, at.data());
     Halide::Func view(leaf.name + "_logical");
     view(vars({{}, leaf.dims})) = p.stored(at);
     inputs_[leaf.name] = lowered{view, leaf.dims};
@@ -96,17 +97,17 @@ public:
     if constexpr (requires { Halide::ImageParam(buf).parameter(); })
       input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
     pending_panels_.push_back([this, &buf, p] {
-      buf.dim(0).set_extent(panels::quad), buf.dim(1).set_extent(panels::lanes);
-      buf.dim(0).set_estimate(0, panels::quad), buf.dim(1).set_estimate(0, panels::lanes);
-      buf.dim(1).set_stride(panels::quad);
-      buf.dim(2).set_stride(panels::quad * panels::lanes);
+      buf.dim(0).set_extent(p.group), buf.dim(1).set_extent(panels::lanes);
+      buf.dim(0).set_estimate(0, p.group), buf.dim(1).set_estimate(0, panels::lanes);
+      buf.dim(1).set_stride(p.group);
+      buf.dim(2).set_stride(p.group * panels::lanes);
       for (int d = 0; d < buf.dimensions(); ++d)
         buf.dim(d).set_min(0);
       for (std::size_t d = 0; d < p.dims.size(); ++d) {
         auto stored = buf.dim(int(d) + panels::extra_dims);
-        stored.set_extent(panels::stored_extent(d, extent(p.dims[d]), p.inputs));
+        stored.set_extent(panels::stored_extent(d, extent(p.dims[d]), p.inputs, p.group));
         if (auto est = estimates.find(p.dims[d]); est != estimates.end())
-          stored.set_estimate(0, panels::stored_extent(d, est->second, p.inputs));
+          stored.set_estimate(0, panels::stored_extent(d, est->second, p.inputs, p.group));
       }
     });
   }
@@ -247,6 +248,7 @@ private:
     Halide::Func stored;
     std::vector<std::string> dims; // logical, (inputs..., outputs...)
     int inputs;
+    int group; // inputs per output in one 64-byte group (panels::group_inputs)
   };
   std::map<std::string, panel_input> panel_inputs_;
   std::vector<std::function<void()>> pending_panels_;
@@ -345,6 +347,10 @@ private:
     return at;
   }
   template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    if (const panel_input* w = panels_of(a[1])) {
+      build_panel_contract(o, r, a[0], *w, o.has_bias ? &a[2] : nullptr);
+      return;
+    }
     const auto at = contraction_domain(o.name, r, a[0], a[1]);
     r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
     r.f(vars(r)) += call(a[0], at) * call(a[1], at);
@@ -359,7 +365,8 @@ private:
   // int8 x int8 and bfloat16 x bfloat16 (lower_quantize.hpp).
   static constexpr int dot_product_block = 64;
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
-  void build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w);
+  void build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
+                            const lowered* bias = nullptr);
   lowered int8_as_int16(const lowered& l);
   lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
   std::string stage_name_of(const lowered& l) const;
@@ -417,5 +424,6 @@ private:
 } // namespace halformer::dsl
 
 #include "halformer/dsl/lower_attention.hpp"
+#include "halformer/dsl/lower_panels.hpp"
 #include "halformer/dsl/lower_quantize.hpp"
 #include "halformer/dsl/lower_rows.hpp"

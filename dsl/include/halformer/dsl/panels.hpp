@@ -1,16 +1,22 @@
-// The int8 GEMM weights' memory layout ("panels"), one definition for the
-// lowering (which reads it), the loader and the measuring problems (which write
-// it) and the references (which read it back). No Halide here.
+// The GEMM weights' memory layout ("panels"), one definition for the lowering
+// (which reads it), the loader and the measuring problems (which write it) and
+// the references (which read it back). No Halide here.
 //
 // A weight of logical dims (inputs..., outputs...) (the dot-product order: a
 // weight row is one output's inputs) is stored as
-//   (4, 16, ceil(in0 / 4), in1..., ceil(out0 / 16), out1...)
+//   (g, 16, ceil(in0 / g), in1..., ceil(out0 / 16), out1...)
 // that is, panels of 16 outputs of the first output dim, each panel a run of
-// 64-byte groups: the 4 consecutive inputs (of the first input dim) of each of
-// its 16 outputs. One group is exactly what vpdpbusd multiplies with 4 input
-// bytes broadcast to every lane: 16 outputs' dot products advance by 4 inputs
-// per instruction, the sums stay in one vector's lanes (no sums across lanes),
-// and the epilogue (dequantize, bias, activation) runs on whole vectors.
+// 64-byte groups: the g consecutive inputs (of the first input dim) of each of
+// its 16 outputs, g = 4 bytes / the element's size (int8: 4, float32: 1).
+// One group is exactly what one step of a register tile multiplies:
+// - int8: vpdpbusd with 4 input bytes broadcast to every lane;
+// - float32: FMAs of one input broadcast with the 16 outputs' weights (one zmm,
+//   two ymm);
+// so 16 outputs' dot products advance by one group per step, the sums stay in
+// one vector's lanes (no sums across lanes), each step reads the next cache line
+// of the panel (a row-major weight's step reads one line a row stride further on:
+// Zen 3, one core, 6 x 16 float tiles in L2, 75-77 against 55-56 GFLOP/s,
+// bench/tile_rates.cpp), and the epilogue runs on whole vectors.
 // The panels are padded to a multiple of `panel_group` (outputs past out0 and
 // inputs past in0 hold zeros): a register tile of up to that many panels then
 // never reads past the buffer, so its extent is a constant (a schedule bounds it).
@@ -22,57 +28,66 @@
 
 namespace halformer::dsl::panels {
 
-inline constexpr int quad = 4;        // inputs per output in one group (vpdpbusd's 4 byte products per lane)
-inline constexpr int lanes = 16;      // outputs per panel (one AVX-512 vector of int32 sums)
+inline constexpr int group_bytes = 4; // one output's bytes in a group (16 outputs: one 64-byte line)
+inline constexpr int lanes = 16;      // outputs per panel (one AVX-512 vector of 32-bit sums)
 inline constexpr int panel_group = 4; // stored panels: a multiple of this (the largest register tile)
+// Inputs per output in one group, by the element's size in bytes.
+constexpr int group_inputs(int element_bytes) { return group_bytes / element_bytes; }
+inline constexpr int quad = group_inputs(1); // int8: vpdpbusd's 4 byte products per lane
 
 // The stored dims: two more than the logical weight's.
 inline constexpr int extra_dims = 2;
 
 // The stored extent of logical dim `d` (extent `n`) of a weight whose first
-// `inputs` dims index the input: groups of 4 of the first input dim, whole
-// panel groups of the first output dim. N: int, or a Halide Expr in the lowering.
-template <class N> N stored_extent(std::size_t d, N n, int inputs) {
-  constexpr int group = lanes * panel_group;
-  return d == 0 ? (n + quad - 1) / quad : d == std::size_t(inputs) ? (n + group - 1) / group * panel_group : n;
+// `inputs` dims index the input: groups of `group` (group_inputs) of the first
+// input dim, whole panel groups of the first output dim. N: int, or a Halide
+// Expr in the lowering.
+template <class N> N stored_extent(std::size_t d, N n, int inputs, int group) {
+  constexpr int outputs = lanes * panel_group;
+  return d == 0 ? (n + group - 1) / group : d == std::size_t(inputs) ? (n + outputs - 1) / outputs * panel_group : n;
 }
 
 // The stored extents of a weight of logical extents `dims` whose first `inputs` dims index the input.
-inline std::vector<int> extents(const std::vector<int>& dims, int inputs) {
+inline std::vector<int> extents(const std::vector<int>& dims, int inputs, int group) {
   if (inputs < 1 || std::size_t(inputs) >= dims.size())
-    throw std::invalid_argument("int8 panels: a weight needs input and output dims");
-  std::vector<int> e{quad, lanes};
+    throw std::invalid_argument("panels: a weight needs input and output dims");
+  std::vector<int> e{group, lanes};
   for (std::size_t d = 0; d < dims.size(); ++d)
-    e.push_back(stored_extent(d, dims[d], inputs));
+    e.push_back(stored_extent(d, dims[d], inputs, group));
   return e;
 }
 
 // The stored coordinates (rank + extra_dims of them, into `stored`) of the
 // logical position `pos` (rank `rank`). T: int, or a Halide Expr in the lowering.
-template <class T> void position(const T* pos, std::size_t rank, int inputs, T* stored) {
-  stored[0] = pos[0] % quad, stored[1] = pos[inputs] % lanes;
+template <class T> void position(const T* pos, std::size_t rank, int inputs, int group, T* stored) {
+  stored[0] = pos[0] % group, stored[1] = pos[inputs] % lanes;
   for (std::size_t d = 0; d < rank; ++d)
-    stored[d + 2] = d == 0 ? pos[0] / quad : d == std::size_t(inputs) ? pos[d] / lanes : pos[d];
+    stored[d + 2] = d == 0 ? pos[0] / group : d == std::size_t(inputs) ? pos[d] / lanes : pos[d];
 }
 
 inline constexpr std::size_t max_rank = 14; // of a logical weight (Halide buffers hold 16 dims)
 
-// `logical` (a buffer of int8 values in the dot-product order) packed into a new
-// buffer of type Packed (a Halide buffer type of int8 holding `extents`).
+// The group of a Halide buffer type's elements.
+template <class Buffer> constexpr int group_of() { return group_inputs(int(sizeof(typename Buffer::ElemType))); }
+
+// `logical` (a buffer of int8 or float values in the dot-product order) packed
+// into a new buffer of type Packed (a Halide buffer type of the same element
+// holding `extents`).
 template <class Packed, class Logical> Packed pack(const Logical& logical, int inputs) {
+  constexpr int group = group_of<Packed>();
   const std::size_t rank = std::size_t(logical.dimensions());
   if (rank > max_rank)
-    throw std::invalid_argument("int8 panels: a weight of more than 14 dims");
+    throw std::invalid_argument("panels: a weight of more than 14 dims");
   std::vector<int> dims;
   for (std::size_t d = 0; d < rank; ++d)
     dims.push_back(logical.dim(int(d)).extent());
-  Packed packed(extents(dims, inputs));
+  Packed packed(extents(dims, inputs, group));
   packed.fill(0);
   logical.for_each_element([&](const int* pos) {
     int at[max_rank], stored[max_rank + extra_dims];
     for (std::size_t d = 0; d < rank; ++d)
       at[d] = pos[d] - logical.dim(int(d)).min();
-    position(at, rank, inputs, stored);
+    position(at, rank, inputs, group, stored);
     packed(stored) = logical(pos);
   });
   return packed;
@@ -80,12 +95,13 @@ template <class Packed, class Logical> Packed pack(const Logical& logical, int i
 
 // The logical weight (extents `dims`, type Logical) held by `packed`.
 template <class Logical, class Packed> Logical unpack(const Packed& packed, const std::vector<int>& dims, int inputs) {
+  constexpr int group = group_of<Packed>();
   if (dims.size() > max_rank)
-    throw std::invalid_argument("int8 panels: a weight of more than 14 dims");
+    throw std::invalid_argument("panels: a weight of more than 14 dims");
   Logical logical(dims);
   logical.for_each_element([&](const int* pos) {
     int stored[max_rank + extra_dims];
-    position(pos, dims.size(), inputs, stored);
+    position(pos, dims.size(), inputs, group, stored);
     logical(pos) = packed(stored);
   });
   return logical;

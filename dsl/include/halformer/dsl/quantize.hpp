@@ -72,7 +72,6 @@ template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc,
 // accumulation), <name>_dequantized, <name>_biased; quantizing x here adds
 // <name>_x, <name>_x_step, <name>_x_step_max.
 template <Tensor X, Tensor W> using input_rows_t = decltype(minus(shape_t<X>{}, shape_t<W>{}));
-template <Tensor X, Tensor W> using weight_outputs_t = decltype(minus(shape_t<W>{}, shape_t<X>{}));
 template <Tensor X, Tensor W>
 using quantized_linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, input_rows_t<X, W>{}));
 

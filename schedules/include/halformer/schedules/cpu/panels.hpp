@@ -1,9 +1,13 @@
-// CPU schedule of the int8 GEMMs over weights in panels (dsl/panels.hpp,
+// CPU schedule of the GEMMs over weights in panels (dsl/panels.hpp,
 // dsl::lowering::build_panel_contract): register tiles of `tile_panels` panels
 // (16 outputs each) x `tile_rows` input rows, each accumulator one panel's 16
-// int32 sums of one row, which stay in their lanes over the whole reduction.
+// sums of one row, which stay in their lanes over the whole reduction.
 // One step of the reduction loads each panel's next 64-byte group once and
-// broadcasts each row's next 4 input bytes, then multiplies every pair:
+// broadcasts each row's next input (float32) or 4 input bytes (int8), then
+// multiplies every pair:
+// - floats: one FMA per (panel, row) and vector of the panel (2 ymm, 1 zmm);
+//   AVX2 (16 ymm): 1 panel x 6 rows = 12 accumulators + 2 weights + 1
+//   broadcast; AVX-512 (32 zmm): 2 panels x 8 rows = 16 + 2 + 1, or 4 x 6.
 // - quads (avx512_vnni): one vpdpbusd per (panel, row), a zmm accumulator each;
 //   AVX-512 (32 zmm): 2 panels x 8 rows = 16 accumulators + 2 weights + 1
 //   broadcast. Zen 5, one thread, out projection (512 x 512) at batch 8, weights
@@ -16,6 +20,8 @@
 // The tile's rows shrink until its registers fit (accumulators + weights + one
 // broadcast), so the knobs mean the same on every ISA. The epilogue (dequantize,
 // bias, activation, residual) runs on whole 16-lane vectors of outputs.
+// The float32 sums of every tile shape add one output's products in the same
+// order (the inputs in turn), so a row's result does not depend on its batch.
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
@@ -27,10 +33,10 @@
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> int8_panel_knobs() {
+inline std::vector<knob_decl> panel_knobs() {
   return {
       {"tile_panels", {1, 2, 4}, "panels of 16 outputs per register tile"},
-      {"tile_rows", {1, 2, 4, 6, 8, 12}, "input rows per register tile (fewer where the registers run out)"},
+      {"tile_rows", {1, 2, 3, 4, 6, 8, 12}, "input rows per register tile (fewer where the registers run out)"},
       {"tiles_per_task", {1, 2, 4, 8, 16, 32, 64}, "prefill: register tiles of outputs per parallel task"},
       {"tile_prefetch",
        {0, 1, 2, 4},
@@ -41,10 +47,19 @@ inline std::vector<knob_decl> int8_panel_knobs() {
   };
 }
 
-// Vector registers one panel's 16 lanes of one row take: int32 sums, twice for pairs.
-inline int panel_registers(const Halide::Target& target, bool quads) {
+// How a panel GEMM sums (dsl::lowering::build_panel_contract): float32 products,
+// int8 byte quads or int8 int16 pairs.
+enum class panel_sums_kind { floats, quads, pairs };
+inline panel_sums_kind panel_sums_of(const dsl::lowering& ctx, const std::string& name) {
+  if (ctx.has_stage(name + "_pairs"))
+    return panel_sums_kind::pairs;
+  return ctx.stage(name + "_panels").type().is_float() ? panel_sums_kind::floats : panel_sums_kind::quads;
+}
+
+// Vector registers one panel's 16 lanes of one row take: 32-bit sums, twice for pairs.
+inline int panel_registers(const Halide::Target& target, panel_sums_kind kind) {
   const int per_panel = dsl::panels::lanes / target.natural_vector_size<int32_t>();
-  return quads ? per_panel : 2 * per_panel;
+  return kind == panel_sums_kind::pairs ? 2 * per_panel : per_panel;
 }
 
 // The register tiles' rows a schedule tries, largest first: the knobs' rows
@@ -52,9 +67,9 @@ inline int panel_registers(const Halide::Target& target, bool quads) {
 // branch taken where the call has that many rows. Every tile has the knobs'
 // panels: the sums' panel extent is bounded to it (a constant, for the unrolled
 // tile), which the weights' padding to whole panel groups keeps in bounds.
-inline std::vector<int> panel_tile_rows(int panels, int rows, const Halide::Target& target, bool quads) {
+inline std::vector<int> panel_tile_rows(int panels, int rows, const Halide::Target& target, panel_sums_kind kind) {
   const int registers = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
-  const int v = panel_registers(target, quads);
+  const int v = panel_registers(target, kind);
   while (rows > 1 && (rows + 1) * panels * v + 1 > registers)
     rows = rows / 2;
   std::vector<int> tiles;
@@ -63,9 +78,9 @@ inline std::vector<int> panel_tile_rows(int panels, int rows, const Halide::Targ
   return tiles;
 }
 
-// The bytes of one output's weights: the reduction's extent (its groups of 4 inputs).
+// The bytes of one output's weights: the reduction's extent (its groups).
 inline Halide::Expr panel_output_bytes(const Halide::RDom& r) {
-  Halide::Expr bytes = dsl::panels::quad * r[1].extent();
+  Halide::Expr bytes = dsl::panels::group_bytes * r[1].extent();
   for (int i = 2; i < r.dimensions(); ++i)
     bytes *= r[i].extent();
   return bytes;
@@ -147,26 +162,29 @@ inline void prefetch_next_tiles(Halide::Stage reduction, const gemm_stage& g, co
 // unrolled around each step of the reduction (member, group, other inputs);
 // `name` and `r`: the GEMM's stage and reduction, which panel_gemm looked up.
 inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std::string& name, const Halide::RDom& r,
-                       const panel_tile& p, const Halide::Expr& condition, bool quads, int prefetch_tiles) {
+                       const panel_tile& p, const Halide::Expr& condition, panel_sums_kind kind, int prefetch_tiles) {
   using namespace Halide;
   const Var lane("lane"), panel("panel"), pair("pair"), rows = p.decode ? g.batch : g.t;
   Func sums = ctx.stage(name + "_panels");
   std::vector<VarOrRVar> order{r[0]};
-  if (!quads)
+  if (kind == panel_sums_kind::pairs)
     order.push_back(pair);
   order.insert(order.end(), {lane, panel, rows});
   for (int i = 1; i < r.dimensions(); ++i)
     order.push_back(r[i]);
   const auto tile = [&](Stage pure, Stage update) {
     pure.vectorize(lane).unroll(panel).unroll(rows);
-    update.reorder(order).atomic().vectorize(r[0]).vectorize(lane).unroll(panel).unroll(rows);
-    if (!quads)
+    update.reorder(order);
+    if (kind != panel_sums_kind::floats) // a float group is one input: nothing to sum across
+      update.atomic().vectorize(r[0]);
+    update.vectorize(lane).unroll(panel).unroll(rows);
+    if (kind == panel_sums_kind::pairs)
       update.vectorize(pair);
     prefetch_next_tiles(update, g, p, r, prefetch_tiles);
   };
   // `condition` undefined: the general branch, outside every specialization.
   const auto in = [&](Stage st) { return condition.defined() ? st.specialize(condition) : st; };
-  if (quads) {
+  if (kind != panel_sums_kind::pairs) {
     tile(in(sums), in(sums.update()));
     return;
   }
@@ -177,15 +195,15 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
   tile(pure, in(pairs.update()));
 }
 
-// The int8 GEMM `g` over panels: a branch per register tile, decode steps and
+// The GEMM `g` over panels: a branch per register tile, decode steps and
 // prefill apart, the general one (one panel, one row) last.
 inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
                        const bucket_scope& in) {
   using namespace Halide;
   if (in.conditioned())
-    throw std::invalid_argument("the int8 GEMM schedule takes one knob set: no shape buckets");
-  const bool quads = ctx.int8_quads;
+    throw std::invalid_argument("the panel GEMM schedule takes one knob set: no shape buckets");
   const std::string name = ctx.stage_name(g.acc);
+  const panel_sums_kind kind = panel_sums_of(ctx, name);
   const RDom r = ctx.rdom(name);
   const Expr decode = g.t_extent == 1;
   const int panels = k["tile_panels"];
@@ -194,17 +212,17 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   Func sums = ctx.stage(name + "_panels");
   std::vector<std::pair<panel_tile, Expr>> branches;
   for (bool d : {true, false})
-    for (int rows : panel_tile_rows(panels, k["tile_rows"], target, quads))
+    for (int rows : panel_tile_rows(panels, k["tile_rows"], target, kind))
       branches.push_back({{panels, rows, d}, (d ? decode : !decode) && (d ? g.batch_extent : g.t_extent) >= rows});
   for (const auto& [p, condition] : branches)
     panel_output(g, g.out.specialize(condition), p, r, k);
   panel_output(g, g.out, {panels, 1, false}, r, k);
   sums.compute_at(g.out, Var("tile")).bound_extent(Var("lane"), dsl::panels::lanes).bound_extent(Var("panel"), panels);
-  if (!quads)
+  if (kind == panel_sums_kind::pairs)
     ctx.stage(name + "_pairs").compute_at(g.out, Var("tile"));
   for (const auto& [p, condition] : branches)
-    panel_sums(ctx, g, name, r, p, condition, quads, k["tile_prefetch"]);
-  panel_sums(ctx, g, name, r, {panels, 1, false}, Expr(), quads, 0);
+    panel_sums(ctx, g, name, r, p, condition, kind, k["tile_prefetch"]);
+  panel_sums(ctx, g, name, r, {panels, 1, false}, Expr(), kind, 0);
 }
 
 } // namespace halformer::schedules::cpu

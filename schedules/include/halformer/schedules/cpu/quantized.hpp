@@ -97,7 +97,7 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // order), then the int8 values, stored as int16 (rows_at_root).
 struct int8_inputs {
   static constexpr const char* head_projection_x = "x_quantized";
-  static std::vector<knob_decl> knobs() { return int8_panel_knobs(); }
+  static std::vector<knob_decl> knobs() { return panel_knobs(); }
   static void gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
                    const bucket_scope& in) {
     panel_gemm(ctx, g, target, k, in);
@@ -309,7 +309,7 @@ void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, cons
 }
 
 // The FFN's knobs: the GEMM's for the second GEMM, hidden_* for the first.
-inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(int8_panel_knobs()); }
+inline std::vector<knob_decl> int8_ffn_knobs() { return ffn_knob_decls(panel_knobs()); }
 inline std::vector<knob_decl> bf16_ffn_knobs() { return ffn_knob_decls(bf16_gemm_knobs()); }
 
 // x prepared, the first GEMM into the activated hidden layer at root, which is

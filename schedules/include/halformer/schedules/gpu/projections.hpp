@@ -1,11 +1,13 @@
 // GPU schedules of the GEMM-shaped kernels (head_projection, out_projection,
-// logits, FFN): each GEMM gets the block/thread/register tiling of gpu/gemm.hpp.
+// logits, FFN): each GEMM gets the block/thread/register tiling of gpu/gemm.hpp;
+// the FFN's weights lie in panels (gpu/quantized.hpp: schedule_panel_gemm).
 // The FFN's hidden layer (d_ff x rows) is computed at root in global memory by its
 // own kernel; `hidden_*` knobs size that GEMM separately (its reduction is d_model
 // long, the second one's d_ff).
 #pragma once
 
 #include "halformer/schedules/gpu/gemm.hpp"
+#include "halformer/schedules/gpu/quantized.hpp"
 
 namespace halformer::schedules::gpu {
 
@@ -28,8 +30,8 @@ inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(gemm_knobs());
 inline void ffn(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
   auto [hidden, proj] = ffn_stages(ctx, out);
   hidden.out.compute_root();
-  schedule_gemm(hidden, hidden_knobs(k, gemm_knobs()));
-  schedule_gemm(proj, k);
+  schedule_panel_gemm(ctx, hidden, hidden_knobs(k, gemm_knobs()));
+  schedule_panel_gemm(ctx, proj, k);
 }
 
 } // namespace halformer::schedules::gpu

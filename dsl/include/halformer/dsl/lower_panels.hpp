@@ -1,0 +1,99 @@
+// Contractions against weights in panels (dsl/panels.hpp), float32 or int8.
+#pragma once
+
+#include "halformer/dsl/lower.hpp"
+
+namespace halformer::dsl {
+
+// A contraction against a weight in panels (panels.hpp): stage <name>_panels
+// (lane, panel, the result's other dims) holds the sums of each panel's 16
+// outputs, <name> reads them back by output (o % 16, o / 16). A float32 bias is
+// the sums' start, as linear's (so an output's additions run in one order in
+// every branch of a schedule: added after the sums, it met the residual add,
+// whose association Halide's simplifier may choose per branch, and a row's bits
+// then depended on its batch). Outputs past the bias's end start at 0. Its reduction (<name>'s rdom) runs over (group
+// member, group, the other input dims):
+// - float32 (groups of one input): float32 products summed in order, one input
+//   per step broadcast against the panel's 16 weights;
+// - int8 quads (int8_quads): the weight's bytes with their sign bit flipped
+//   (w + 128, unsigned) times the input's, 4 per lane (vpdpbusd), from -128 x
+//   the input row's sum, as build_dot_product_contract's quads;
+// - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
+//   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
+//   the end: the panel's lanes never cross.
+// int8 inputs past the first input dim's end read zeros (the last group's padding).
+inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
+                                           const lowered* bias) {
+  using Halide::Expr;
+  const std::vector<std::string> inputs(w.dims.begin(), w.dims.begin() + w.inputs);
+  if (reduced_dims(r, x, {{}, w.dims}) != inputs)
+    throw std::logic_error(o.name + ": a weight in panels must lead with the input dims, in the input's order");
+  const std::string& out0 = w.dims[std::size_t(w.inputs)];
+  std::vector<std::string> rest; // the result's dims but the panel's output dim
+  for (const auto& d : r.dims)
+    if (d != out0)
+      rest.push_back(d);
+  const bool floats = w.group == 1, quads = !floats && int8_quads;
+  if (bias && !floats)
+    throw std::logic_error(o.name + ": an int8 contraction takes its bias after dequantizing (quantized_linear)");
+  const int members = floats || quads ? w.group : 2;
+  Halide::Region ranges{{0, members}, {0, (extent(inputs[0]) + w.group - 1) / w.group}};
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    ranges.emplace_back(0, extent(inputs[i]));
+  const Halide::RDom rd(ranges, o.name + "_r");
+  rdoms_[o.name] = rd;
+  const Halide::Var lane("lane"), panel("panel"), pair("pair");
+  // The stored weight and the input at the reduction's position (and pair).
+  const Expr member = floats || quads ? Expr(rd[0]) : 2 * pair + rd[0];
+  std::vector<Expr> at_w{member, lane, rd[1]}, rows;
+  std::map<std::string, Expr> at_x{{inputs[0], w.group * rd[1] + member}};
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    at_w.push_back(rd[int(i) + 1]), at_x[inputs[i]] = rd[int(i) + 1];
+  at_w.push_back(panel);
+  for (std::size_t d = std::size_t(w.inputs) + 1; d < w.dims.size(); ++d)
+    at_w.push_back(var(w.dims[d]));
+  for (const auto& d : rest)
+    rows.push_back(var(d));
+  Halide::Region bounds; // the first input dim's padding reads zeros
+  for (const auto& d : x.dims)
+    bounds.push_back(d == inputs[0] ? Halide::Range(0, extent(d)) : Halide::Range());
+  const lowered source = floats || quads ? x : int8_as_int16(x);
+  const lowered padded{
+      floats ? source.f
+             : Halide::BoundaryConditions::constant_exterior(source.f, Halide::cast(source.f.type(), 0), bounds),
+      x.dims};
+  const Expr xv = call(padded, at_x), wv = w.stored(at_w);
+  std::vector<Expr> lanes{lane, panel};
+  lanes.insert(lanes.end(), rows.begin(), rows.end());
+  Halide::Func sums = new_stage(o.name + "_panels");
+  if (floats) {
+    Expr start = 0.0f;
+    if (bias) {
+      Halide::Region inside;
+      for (const auto& d : bias->dims)
+        inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
+      const lowered padded_bias{Halide::BoundaryConditions::constant_exterior(bias->f, 0.0f, inside), bias->dims};
+      start = call(padded_bias, {{out0, panels::lanes * panel + lane}});
+    }
+    sums(lanes) = start;
+    sums(lanes) += xv * wv;
+  } else if (quads) {
+    sums(lanes) = -128 * call(int8_row_sums(x, inputs));
+    sums(lanes) += Halide::cast<int32_t>(
+        Halide::widening_mul(Halide::reinterpret(Halide::UInt(8), wv) ^ Halide::cast<uint8_t>(0x80), xv));
+  } else {
+    Halide::Func pairs = new_stage(o.name + "_pairs");
+    std::vector<Expr> paired{pair};
+    paired.insert(paired.end(), lanes.begin(), lanes.end());
+    pairs(paired) = 0;
+    pairs(paired) += Halide::widening_mul(Halide::cast<int16_t>(wv), Halide::cast<int16_t>(xv));
+    std::vector<Expr> first = paired, second = paired;
+    first[0] = 0, second[0] = 1;
+    sums(lanes) = pairs(first) + pairs(second);
+  }
+  std::vector<Expr> from{var(out0) % panels::lanes, var(out0) / panels::lanes};
+  from.insert(from.end(), rows.begin(), rows.end());
+  r.f(vars(r)) = sums(from);
+}
+
+} // namespace halformer::dsl
