@@ -109,29 +109,29 @@ void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, in
 
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
 // The layouts, as the kernels take them: float32 `float_dims` (output dims
-// first) or, where `float_panels`, `int8_dims` in panels as the int8 weights;
-// int8 and bfloat16 `int8_dims` (input dims first; add_int8_rows).
+// first) or, where `float_panels`, `dot_dims` in panels as the int8 weights;
+// int8 and bfloat16 `dot_dims` (input dims first; add_int8_rows).
 struct gemm_shape {
   std::vector<int> float_dims;
   int float_outputs; // leading dims of float_dims that index the output
-  std::vector<int> int8_dims;
-  int int8_inputs;           // leading dims of int8_dims that index the input
+  std::vector<int> dot_dims;
+  int dot_inputs;            // leading dims of dot_dims that index the input
   bool float_panels = false; // float32 weights in panels (the FFN kernels')
 };
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
   if (type == gemm_weights::int8) {
-    add_int8_rows(w, s.int8_dims, s.int8_inputs, into, name, int8_storage::panels);
+    add_int8_rows(w, s.dot_dims, s.dot_inputs, into, name, int8_storage::panels);
     return;
   }
   if (type == gemm_weights::bfloat16) {
-    add_bf16_rows(w, s.int8_dims, s.int8_inputs, into, name);
+    add_bf16_rows(w, s.dot_dims, s.dot_inputs, into, name);
     return;
   }
   if (s.float_panels) {
-    fbuffer rows(s.int8_dims); // PyTorch's [out][in] is the dot-product layout as it is
+    fbuffer rows(s.dot_dims); // PyTorch's [out][in] is the dot-product layout as it is
     std::copy(w.begin(), w.end(), rows.data());
-    into[name] = dsl::panels::pack<fbuffer>(rows, s.int8_inputs);
+    into[name] = dsl::panels::pack<fbuffer>(rows, s.dot_inputs);
     return;
   }
   std::vector<bool> is_input(s.float_dims.size(), true);
