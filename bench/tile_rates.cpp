@@ -3,8 +3,8 @@
 // picture: how fast a decode GEMM's multiply-adds can run at all in each weight
 // layout, against the FMA peak measured beside them.
 // - rows: the weights row-major (one row per reduction index, the output features
-//   contiguous), as the float32 decode GEMMs read them (gemm_decode.hpp's wide
-//   tiles): each tile walks a chunk of `chunk` rows, its accumulators loaded and
+//   contiguous), as the float32 decode GEMMs read them until they moved to
+//   panels (the measurement behind that move): each tile walks a chunk of `chunk` rows, its accumulators loaded and
 //   stored around every chunk;
 // - panels: each tile's columns contiguous over the whole reduction (packed),
 //   the accumulators in registers from the first row to the last.

@@ -118,19 +118,21 @@ function(halformer_kernel name)
 endfunction()
 
 halformer_kernel(embedding BUCKETS prefill decode)
-halformer_kernel(qkv_projection BUCKETS prefill decode decode1 decode_wide)
-halformer_kernel(kv_projection BUCKETS prefill)
-halformer_kernel(q_projection BUCKETS decode decode1 decode_wide)
+# The float32 GEMMs (head projections, out projection, FFN, logits) read weights
+# in panels: one knob set each (cpu/panels.hpp), no shape buckets.
+halformer_kernel(qkv_projection)
+halformer_kernel(kv_projection)
+halformer_kernel(q_projection)
 halformer_kernel(attention BUCKETS prefill decode decode1)
-halformer_kernel(out_projection BUCKETS prefill decode decode1 decode_wide)
-halformer_kernel(ffn_relu) # float32 panels: one knob set (cpu/panels.hpp)
+halformer_kernel(out_projection)
+halformer_kernel(ffn_relu)
 halformer_kernel(ffn_gelu)
 halformer_kernel(ffn_silu) # Marian's swish
 halformer_kernel(layernorm BUCKETS prefill decode)
 halformer_kernel(add_layernorm BUCKETS prefill)
 halformer_kernel(softmax BUCKETS prefill)
 halformer_kernel(log_softmax BUCKETS decode)
-halformer_kernel(logits BUCKETS decode decode1 decode_wide)
+halformer_kernel(logits)
 halformer_kernel(greedy_pick)
 halformer_kernel(beam_candidates)
 # int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp);

@@ -115,7 +115,7 @@ private:
         auto e = ctx_.estimates.find(a.name);
         in->set_estimate(Halide::cast(halide_type(a.type), e != ctx_.estimates.end() ? e->second : 0));
       }
-      ctx_.bind_scalar(a.name, Halide::Expr(*in));
+      ctx_.bind_scalar(a, Halide::Expr(*in));
     }
   }
 

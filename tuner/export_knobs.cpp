@@ -167,55 +167,61 @@ void choose_algorithms(nlohmann::json& knobs, const std::vector<record>& records
 }
 
 // Section-level values: the record at the section's first primary shape that has
-// one; the decode GEMV branch's knobs ("gemv_*"), which prefill shapes never run,
-// from the first one-row decode shape's.
+// one; the knobs only decode steps run (a panel GEMM's prefetch distance and task
+// size, cpu/panels.hpp), which a prefill record holds unmeasured, from the first
+// decode shape's record (batch > 1: the rows a decode step's prefetch serves),
+// else a one-row decode shape's.
 // Only records measured with the section's algorithm values (choose_algorithms).
+bool decode_step_knob(const std::string& name) {
+  const std::string n = name.rfind("hidden_", 0) == 0 ? name.substr(7) : name;
+  return n == "tile_prefetch" || n == "decode_task_kib";
+}
 void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& records,
                            const std::vector<preset_entry>& shapes, const usable_at& usable,
                            const std::map<std::string, std::set<std::string>>& algorithm_knobs, export_report& report) {
-  const auto branch_knob = [](const std::string& n) {
-    return n.rfind("gemv_", 0) == 0 || n.rfind("hidden_gemv_", 0) == 0;
-  };
   for (auto& [section, isas] : knobs.items()) {
     if (section[0] == '_')
       continue;
     for (auto& [isa, values] : isas.items()) {
-      const record *best = nullptr, *gemv = nullptr;
-      std::string where, gemv_where;
-      for (const auto& e : shapes) {
-        const auto ok = [&](const record& r) {
-          return usable(r, section, isa, e.kernel, e.shape) &&
-                 (!algorithm_knobs.count(section) || measured_with(r, algorithm_knobs.at(section), values));
-        };
-        if (e.primary && !best && (best = pick_tuned(records, ok)))
-          where = e.kernel + " " + e.shape;
-        if (bucket_of(e.shape) == "decode1" && !gemv &&
-            (gemv = pick_tuned(records, [&](const record& r) {
-               return ok(r) && std::any_of(r.knobs.begin(), r.knobs.end(),
-                                           [&](const auto& kv) { return branch_knob(kv.first); });
-             })))
-          gemv_where = e.kernel + " " + e.shape;
-      }
-      if (!best && !gemv) {
+      const record *best = nullptr, *decode = nullptr;
+      std::string where, decode_where;
+      for (const std::string bucket : {"decode", "decode1"})
+        for (const auto& e : shapes) {
+          const auto ok = [&](const record& r) {
+            return usable(r, section, isa, e.kernel, e.shape) &&
+                   (!algorithm_knobs.count(section) || measured_with(r, algorithm_knobs.at(section), values));
+          };
+          if (bucket == "decode" && e.primary && !best && (best = pick_tuned(records, ok)))
+            where = e.kernel + " " + e.shape;
+          if (bucket_of(e.shape) == bucket && !decode &&
+              (decode = pick_tuned(records, [&](const record& r) {
+                 return ok(r) && std::any_of(r.knobs.begin(), r.knobs.end(),
+                                             [&](const auto& kv) { return decode_step_knob(kv.first); });
+               })))
+            decode_where = e.kernel + " " + e.shape;
+        }
+      if (!best && !decode) {
         report.defaulted.push_back(section + "." + isa);
         continue;
       }
       std::string why = "tuned on this machine:";
       // Only knobs the section still has: a record may hold one a schedule has
       // since dropped (its code unchanged otherwise).
+      if (decode == best) // a decode shape is the primary one
+        decode = nullptr;
       if (best) {
         for (const auto& [name, v] : best->knobs)
-          if (values.contains(name) && (!branch_knob(name) || !gemv))
+          if (values.contains(name) && (!decode_step_knob(name) || !decode))
             values[name] = v;
         why += " " + where + ", " + ms(best->median_ms) + " (" + best->when + ")";
         report.tuned.push_back(section + "." + isa + " (" + where + ": " + ms(best->median_ms) + ")");
       }
-      if (gemv) {
-        for (const auto& [name, v] : gemv->knobs)
-          if (values.contains(name) && branch_knob(name))
+      if (decode) {
+        for (const auto& [name, v] : decode->knobs)
+          if (values.contains(name) && decode_step_knob(name))
             values[name] = v;
-        why += "; gemv_* knobs: " + gemv_where + ", " + ms(gemv->median_ms);
-        report.tuned.push_back(section + "." + isa + " gemv (" + gemv_where + ": " + ms(gemv->median_ms) + ")");
+        why += "; decode-step knobs: " + decode_where + ", " + ms(decode->median_ms);
+        report.tuned.push_back(section + "." + isa + " decode (" + decode_where + ": " + ms(decode->median_ms) + ")");
       }
       values["_why"] = why;
     }

@@ -7,6 +7,7 @@
 #include "int8_problems.hpp"
 
 #include "halformer/dsl/kernels.hpp"
+#include "halformer/dsl/panels.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -18,16 +19,17 @@ scalar_input f32_scalar(std::string n, float v) { return {std::move(n), halforme
 scalar_input i32_scalar(std::string n, int32_t v) { return {std::move(n), halformer::i32_type, {.i32 = v}}; }
 scalar_input bool_scalar(std::string n, bool v) { return {std::move(n), halformer::bool_type, {.boolean = v}}; }
 
+// The float32 GEMMs' weights lie in panels (dsl/panels.hpp), as the runtime loads them.
 problem logits(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"};
   p.make = [=] {
     return call_set{
-        {random({D, T, B}, 1), random_weight({V, D}, 1, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
+        {random({D, T, B}, 1), random_panels({D, V}, 1, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = ref::to_ref(c.f[1]), bias = ref::to_ref(c.f[2]);
+    const auto w = panels_to_ref(c.f[1], {D, V}, 1), bias = ref::to_ref(c.f[2]);
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[3], ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
   };
@@ -36,7 +38,7 @@ problem logits(shape_args& s) {
   return p;
 }
 
-// Weights (d_model, d_ff) and (d_ff, d_model) in panels (dsl/panels.hpp).
+// Weights (d_model, d_ff) and (d_ff, d_model).
 problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
@@ -66,7 +68,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   p.make = [=] {
     call_set c{{random({D, T, B}, 1)}};
     for (int k = 0; k < n; ++k)
-      c.f.push_back(random_weight({DK, H, D}, 2, 1 / std::sqrt(float(D))));
+      c.f.push_back(random_panels({D, DK, H}, 1, 1 / std::sqrt(float(D))));
     for (int k = 0; k < n; ++k)
       c.f.push_back(random({DK, H}, 0.1f));
     for (int k = 0; k < n; ++k)
@@ -75,7 +77,7 @@ problem head_projection(shape_args& s, const std::string& which) {
   };
   p.verify = [=](call_set& c, error_meter& m) {
     for (int k = 0; k < n; ++k) {
-      const auto w = ref::head_weight_to_ref(c.f[1 + k]), bias = ref::head_bias_to_ref(c.f[1 + n + k]);
+      const auto w = panels_to_ref(c.f[1 + k], {D, DK, H}, 1), bias = ref::head_bias_to_ref(c.f[1 + n + k]);
       const fb& out = c.f[1 + 2 * n + k];
       for (auto [t, b] : sample_rows(T, B))
         compare_heads(out, ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
@@ -91,15 +93,11 @@ problem out_projection(shape_args& s) {
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"};
   p.make = [=] {
-    return call_set{{random({DK, T, H, B}, 1), random_weight({D, DK, H}, 1, 1 / std::sqrt(float(D))), random({D}, 0.1f),
+    return call_set{{random({DK, T, H, B}, 1), random_panels({DK, H, D}, 2, 1 / std::sqrt(float(D))), random({D}, 0.1f),
                      random({D, T, B}, 1), fb(D, T, B)}};
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    ref::tensor w({D, D});
-    for (int h = 0; h < H; ++h)
-      for (int j = 0; j < DK; ++j)
-        for (int o = 0; o < D; ++o)
-          w(o, h * DK + j) = c.f[1](o, j, h);
+    const auto w = panels_to_ref(c.f[1], {DK, H, D}, 2); // (out, h * d_k + j)
     const auto bias = ref::to_ref(c.f[2]);
     for (auto [t, b] : sample_rows(T, B)) {
       const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
@@ -225,16 +223,16 @@ problem embedding(shape_args& s) {
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   const bool split = s.get("split", 0) != 0; // positions' layout: sines then cosines
   p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"};
-  p.scalars = {f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
+  p.scalars = {i32_scalar("vocab", V), f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
                bool_scalar("split_positions", split)};
   p.make = [=] {
-    call_set c{{random({D, V}, 1), fb(D, T, B)}, {ib(T, B)}};
+    call_set c{{random_panels({D, V}, 1, 1), fb(D, T, B)}, {ib(T, B)}};
     std::uniform_int_distribution<int> id(0, V - 1);
     c.i[0].for_each_value([&](int32_t& x) { x = id(rng); });
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto table = ref::to_ref(c.f[0]);
+    const auto table = ref::to_ref(dsl::panels::unpack<fb>(c.f[0], {D, V}, 1));
     for (auto [t, b] : sample_rows(T, B)) {
       const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split);
       compare_row3(c.f[1], want, t, b, m);
@@ -303,24 +301,14 @@ std::vector<std::string> problem_kernels() {
 }
 
 // Per shape family: prefill (t > 1), decode (t = 1, batch > 1), decode1 and
-// decode_wide (t = 1, batch >= 64: 65-70 rows, partial tiles and panels); decode
-// GEMMs of 150+ KiB of int8 weights, which take several of the int8 decode
-// tasks (cpu/panels.hpp: 128 KiB each; 11 heads of 44 KiB: groups of two and
-// a partial one); widths
-// that are not multiples of any vector width, and d_k 64 and 32 (attention has
-// branches of its own for them, the head projections for 64). Decode outputs of 300+ features
-// at batch 7-9 reach the GEMMs' multi-row decode tiles (gemm_decode.hpp: 128-wide
-// tasks, the last shifted inwards, a partial row tile) wherever the knob set's
-// gemv_min_tasks leaves room for them (tests/kernels/bucket_knobs.json: 2); batch
-// 3 reaches the int8 decode tiles of fewer rows than the knobs' (cpu/panels.hpp
-// panel_tile_rows), outputs of 7-47 features partial panels and panel groups; and
-// the panels over the batch rows where a knob set's panel is that short (the
-// bucket test's decode sets: 6 rows; tests/kernels/batch_invariance_test.cpp
-// reaches the hand defaults' 128);
-// prefill outputs of 777+ features (or heads of d_k 64) over reductions of 256+
-// and 19-37 rows reach the panels on every ISA (gemm.hpp; gemm_panels.hpp: tasks
-// of whole sentences, shifted inwards in all three dims), and 150 rows its even
-// shares of a sentence longer than a panel.
+// decode_wide (t = 1, batch >= 64: 65-70 rows); decode GEMMs of 150+ KiB of
+// weights, which take several decode tasks (cpu/panels.hpp: 128 KiB each; 11
+// heads: groups of heads and a partial one); widths that are not multiples of
+// any vector width, and d_k 64 and 32 (attention has branches of its own for
+// them); batch 3, 5, 7 and 9 reach decode tiles of fewer rows than the knobs'
+// and tails shifted inwards (cpu/panels.hpp panel_tile_rows), outputs of 7-47
+// features partial panels and panel groups, prefill of 19-37 and 150 rows
+// partial row tiles.
 const std::vector<std::string>& test_shapes(const std::string& kernel) {
   static const std::vector<std::string> none;
   static const std::map<std::string, std::vector<std::string>> shapes{

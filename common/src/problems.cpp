@@ -45,17 +45,7 @@ fb random_panels(const std::vector<int>& dims, int inputs, float scale) {
   return dsl::panels::pack<fb>(random(dims, scale), inputs);
 }
 ref::tensor panels_to_ref(const fb& packed, const std::vector<int>& dims, int inputs) {
-  const fb logical = dsl::panels::unpack<fb>(packed, dims, inputs);
-  int in = 1, out = 1;
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    (int(d) < inputs ? in : out) *= dims[d];
-  ref::tensor t({out, in});
-  std::size_t k = 0; // the logical weight's elements, dim 0 fastest: input k % in, output k / in
-  logical.for_each_value([&](float v) {
-    t(int(k / std::size_t(in)), int(k % std::size_t(in))) = v;
-    ++k;
-  });
-  return t;
+  return ref::dot_weight_to_ref(dsl::panels::unpack<fb>(packed, dims, inputs), inputs);
 }
 
 int shape_args::operator[](const std::string& k) {

@@ -38,19 +38,20 @@ int main() {
     std::fprintf(stderr, "%s\n", halformer_last_error());
     return 1;
   }
-  const int d_model = 512, heads = 8, d_k = d_model / heads, d_ff = 2048, vocab = 1000, t = 64, batch = 2;
+  const int d_model = 512, heads = 8, d_k = d_model / heads, d_ff = 2048, vocab = 1024, t = 64, batch = 2;
   std::mt19937 rng(42);
   const float w_scale = 1.0f / std::sqrt(float(d_model));
-  auto table = random_buffer<float>(rng, {d_model, vocab}, 1.0f);
+  // Weights in panels (halformer_kernels.h): (1, 16, inputs..., outputs / 16, ...)
+  // for a first output dim that is a multiple of 64; random values need no packing.
+  auto table = random_buffer<float>(rng, {1, 16, d_model, vocab / 16}, 1.0f);
   Buffer<int32_t> ids(t, batch);
   ids.for_each_value([&](int32_t& v) { v = int32_t(rng() % vocab); });
-  Buffer<float> wq = random_buffer<float>(rng, {d_k, heads, d_model}, w_scale), wk = wq.copy(), wv = wq.copy();
+  Buffer<float> wq = random_buffer<float>(rng, {1, 16, d_model, d_k / 16, heads}, w_scale), wk = wq.copy(),
+                wv = wq.copy();
   Buffer<float> bq(d_k, heads), bk(d_k, heads), bv(d_k, heads);
   for (auto* b : {&bq, &bk, &bv})
     b->fill(0.01f);
-  auto wo = random_buffer<float>(rng, {d_model, d_k, heads}, w_scale);
-  // The FFN's weights in panels (halformer_kernels.h): (1, 16, inputs, outputs / 16)
-  // for outputs a multiple of 64; random values need no packing.
+  auto wo = random_buffer<float>(rng, {1, 16, d_k, heads, d_model / 16}, w_scale);
   auto w1 = random_buffer<float>(rng, {1, 16, d_model, d_ff / 16}, w_scale);
   auto w2 = random_buffer<float>(rng, {1, 16, d_ff, d_model / 16}, 1.0f / std::sqrt(float(d_ff)));
   Buffer<float> bo(d_model), b1(d_ff), b2(d_model), gamma(d_model), beta(d_model);
@@ -70,7 +71,7 @@ int main() {
     double ms;
   } steps[] = {
       {"embedding",
-       timed([&] { check(hf_embedding(table, ids, std::sqrt(float(d_model)), 0, false, x), "embedding"); })},
+       timed([&] { check(hf_embedding(table, ids, vocab, std::sqrt(float(d_model)), 0, false, x), "embedding"); })},
       {"qkv_projection", timed([&] { check(hf_qkv_projection(x, wq, wk, wv, bq, bk, bv, q, k, v), "qkv"); })},
       {"attention", timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, false, a), "attention"); })},
       {"out_projection", timed([&] { check(hf_out_projection(a, wo, bo, x, y), "out_projection"); })},

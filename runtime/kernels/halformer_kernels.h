@@ -12,10 +12,13 @@
  * signatures; their buffers live on the device between calls (Halide copies host
  * data over when host_dirty is set and leaves outputs device_dirty: call
  * halide_copy_to_host() before reading them).
- * The int8 GEMM kernels (*_int8 but the embedding) and the float32 FFN kernels
- * (ffn_relu, ffn_gelu, ffn_silu: w1, w2) take their weights in panels: a weight
- * of logical extents (in0, in1..., out0, out1...) (PyTorch's [out][in] rows: in0
- * fastest) is a dense buffer of its element type of extents
+ * The GEMM kernels of float32 and int8 (head projections, out projection, FFN,
+ * logits; not the bfloat16 ones) and the float32 embedding (its table is laid
+ * out as the logits' weight: a tied one is the same buffer) take their weights
+ * in panels: a weight of logical extents (in0, in1..., out0, out1...)
+ * (PyTorch's [out][in] rows: in0 fastest; a head projection's (d_model, d_k,
+ * heads), the out projection's (d_k, heads, d_model), the embedding table's
+ * (d_model, vocab)) is a dense buffer of its element type of extents
  *   (g, 16, ceil(in0 / g), in1..., 4 * ceil(out0 / 64), out1...)
  * with g = 4 for int8 and 1 for float32, holding w(i, ..., o, ...) at
  * (i % g, o % 16, i / g, ..., o / 16, ...) and zeros elsewhere: 16 outputs'

@@ -184,6 +184,11 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   case role::constant:
     op.value = o.value;
     return op;
+  case role::vocabulary:
+    if (o.actual != "src_vocab" && o.actual != "tgt_vocab")
+      throw error("unknown vocabulary '" + o.actual + "' (src_vocab or tgt_vocab)");
+    op.value = o.actual == "src_vocab" ? config_.src_vocab : config_.tgt_vocab;
+    return op;
   case role::position:
   case role::decode_step:
   case role::layer_norm_eps:

@@ -107,36 +107,27 @@ void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, in
   into[name] = gemm_layout(bf16_gemm_weight(dims, inputs), bits.data(), inputs_first(dims.size(), inputs));
 }
 
-// A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`.
-// The layouts, as the kernels take them: float32 `float_dims` (output dims
-// first) or, where `float_panels`, `dot_dims` in panels as the int8 weights;
-// int8 and bfloat16 `dot_dims` (input dims first; add_int8_rows).
+// A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
+// in the dot-product layout `dims` (its first `inputs` dims index the input:
+// PyTorch's rows as they are), as the kernels take it: float32 and int8 in
+// panels (dsl/panels.hpp; int8 with its steps, add_int8_rows), bfloat16 in rows.
 struct gemm_shape {
-  std::vector<int> float_dims;
-  int float_outputs; // leading dims of float_dims that index the output
-  std::vector<int> dot_dims;
-  int dot_inputs;            // leading dims of dot_dims that index the input
-  bool float_panels = false; // float32 weights in panels (the FFN kernels')
+  std::vector<int> dims;
+  int inputs; // leading dims of `dims` that index the input
 };
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
   if (type == gemm_weights::int8) {
-    add_int8_rows(w, s.dot_dims, s.dot_inputs, into, name, int8_storage::panels);
+    add_int8_rows(w, s.dims, s.inputs, into, name, int8_storage::panels);
     return;
   }
   if (type == gemm_weights::bfloat16) {
-    add_bf16_rows(w, s.dot_dims, s.dot_inputs, into, name);
+    add_bf16_rows(w, s.dims, s.inputs, into, name);
     return;
   }
-  if (s.float_panels) {
-    fbuffer rows(s.dot_dims); // PyTorch's [out][in] is the dot-product layout as it is
-    std::copy(w.begin(), w.end(), rows.data());
-    into[name] = dsl::panels::pack<fbuffer>(rows, s.dot_inputs);
-    return;
-  }
-  std::vector<bool> is_input(s.float_dims.size(), true);
-  std::fill_n(is_input.begin(), s.float_outputs, false);
-  into[name] = gemm_layout(gemm_weight(s.float_dims, s.float_outputs), w.data(), is_input);
+  fbuffer rows(s.dims);
+  std::copy(w.begin(), w.end(), rows.data());
+  into[name] = dsl::panels::pack<fbuffer>(rows, s.inputs);
 }
 
 // Reads the runtime's tensors (tensor_names.hpp) through the format's name table.
@@ -229,7 +220,7 @@ void attention_weights(const tensor_reader& r, const std::string& layer, const s
   const int d = c.d_model, dk = c.d_k(), H = c.nhead;
   // The weights, then the biases: a fused in_proj is read once for each (tensor_reader).
   for (const std::string which : {"q", "k", "v"})
-    add_gemm_weight(r.read(layer + kind + "." + which + ".weight", {d, d}), {{dk, H, d}, 2, {d, dk, H}, 1}, type, out,
+    add_gemm_weight(r.read(layer + kind + "." + which + ".weight", {d, d}), {{d, dk, H}, 1}, type, out,
                     as + ".w_" + which);
   for (const std::string which : {"q", "k", "v"}) {
     const auto b = r.read(layer + kind + "." + which + ".bias", {d});
@@ -238,15 +229,15 @@ void attention_weights(const tensor_reader& r, const std::string& layer, const s
     out[as + ".b_" + which] = bias;
   }
   // The output projection's input feature is h * d_k + j.
-  add_gemm_weight(r.read(layer + kind + ".o.weight", {d, d}), {{d, dk, H}, 1, {dk, H, d}, 2}, type, out, as + ".w_o");
+  add_gemm_weight(r.read(layer + kind + ".o.weight", {d, d}), {{dk, H, d}, 2}, type, out, as + ".w_o");
   out[as + ".b_o"] = r.vector(layer + kind + ".o.bias", d);
 }
 
 void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, gemm_weights type, layer_tensors& out) {
   const int d = r.config().d_model, ff = r.config().dim_feedforward;
-  add_gemm_weight(r.read(layer + "fc1.weight", {ff, d}), {{ff, d}, 1, {d, ff}, 1, true}, type, out, "linear1.weight");
+  add_gemm_weight(r.read(layer + "fc1.weight", {ff, d}), {{d, ff}, 1}, type, out, "linear1.weight");
   out["linear1.bias"] = r.vector(layer + "fc1.bias", ff);
-  add_gemm_weight(r.read(layer + "fc2.weight", {d, ff}), {{d, ff}, 1, {ff, d}, 1, true}, type, out, "linear2.weight");
+  add_gemm_weight(r.read(layer + "fc2.weight", {d, ff}), {{ff, d}, 1}, type, out, "linear2.weight");
   out["linear2.bias"] = r.vector(layer + "fc2.bias", d);
   for (int n = 1; n <= norms; ++n) {
     const std::string norm = "norm" + std::to_string(n);
@@ -255,9 +246,12 @@ void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, 
   }
 }
 
-// PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order; int8
-// tables are quantized per token's row, as a GEMM weight's output rows (the
-// generator's int8 weight holds the same values in panels).
+// PyTorch [vocab][d_model] is already (d_model, vocab) in Halide order, the
+// dot-product layout of the generator's weight: a float32 table is stored in
+// panels as that weight is (dsl/kernels.hpp: embedding), and a tied one is that
+// weight's buffer, held once; int8 tables are quantized per token's row, as a
+// GEMM weight's output rows, and kept in rows (the generator's int8 weight holds
+// the same values in panels); a bfloat16 model's tables are float32 panels.
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
 
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
@@ -265,37 +259,30 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
   const bool int8 = type == gemm_weights::int8;
   if (type == gemm_weights::float32 && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
       r.config().tgt_vocab == vocab) {
-    // The float32 generator's (vocab, d_model) weight, read as (d_model, vocab):
-    // one table in memory (the embedding kernel takes strided tables).
     layer_tensors generator;
     generator_weight(r, type, generator);
-    into[name] = generator.at("generator.weight").transposed(0, 1);
+    into[name] = generator.at("generator.weight");
     return;
   }
-  r.repacked(name, int8 ? "int8 rows" : "float32 table", into, name, [&](layer_tensors& one) {
+  r.repacked(name, int8 ? "int8 rows" : "float32 panels", into, name, [&](layer_tensors& one) {
     const auto e = r.read(name, {vocab, d});
-    if (int8) {
+    if (int8)
       add_int8_rows(e, {d, vocab}, 1, one, "", int8_storage::rows);
-      return;
-    }
-    fbuffer b(d, vocab);
-    std::copy(e.begin(), e.end(), b.data());
-    one[""] = b;
+    else
+      add_gemm_weight(e, {{d, vocab}, 1}, gemm_weights::float32, one, "");
   });
 }
 
-// The generator's weight: float32, shared with the target table where tied (the
-// table is a transposed view of it, embedding_table); int8, the table's values
-// and steps again, in panels;
-// bfloat16, a table of its own (float32, as the embedding kernel reads it).
+// The generator's weight: float32 in panels, shared with the target table where
+// tied (embedding_table); int8, the table's values and steps again, in panels;
+// bfloat16 in rows.
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
   const char* layout = type == gemm_weights::int8       ? "int8 panels"
                        : type == gemm_weights::bfloat16 ? "bfloat16 rows"
-                                                        : "float32 generator";
+                                                        : "float32 panels";
   r.repacked("generator.weight", layout, into, "generator.weight", [&](layer_tensors& one) {
-    add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}),
-                    {{c.tgt_vocab, c.d_model}, 1, {c.d_model, c.tgt_vocab}, 1}, type, one, "");
+    add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}), {{c.d_model, c.tgt_vocab}, 1}, type, one, "");
   });
 }
 } // namespace

@@ -1,15 +1,15 @@
 // Model weights, repacked once from PyTorch's state_dict into the kernels' layouts
 // (README, "Kernels"), under the names dsl/layers.hpp gives them.
 //
-// float32 GEMMs: every nn.Linear weight [out][in] becomes (out, in) in Halide order
-// with `out` innermost; attention projections are split per Q/K/V into head layout
-// (d_k, heads, d_model). int8 GEMMs (dsl/gemm_steps.hpp): every GEMM weight is
-// quantized per output row (step max |w| / 127, values rounded half to even) and
-// kept in PyTorch's row order, the dot-product layout ((d_model, d_k, heads) for a
-// head projection), stored in panels (dsl/panels.hpp), its steps under
-// "<name>.step"; only the int8 values stay resident. int8 embedding tables are quantized per token (a step per entry).
-// bfloat16 GEMMs: every GEMM weight rounded to bfloat16 (nearest even) in the
-// int8 layout, no steps; embedding tables stay float32 (a tied generator is then
+// Every GEMM weight keeps PyTorch's row order [out][in], the dot-product layout
+// ((d_model, d_k, heads) for a head projection, (d_k, heads, d_model) for the out
+// projection): float32 ones stored in panels (dsl/panels.hpp), as are float32
+// embedding tables (a tied table is the generator's buffer). int8 GEMMs
+// (dsl/gemm_steps.hpp): quantized per output row (step max |w| / 127, values
+// rounded half to even), in panels, steps under "<name>.step"; only the int8
+// values stay resident; int8 embedding tables are quantized per token (a step
+// per entry), in rows. bfloat16 GEMMs: rounded to bfloat16 (nearest even), in
+// rows, no steps; embedding tables stay float32 panels (a tied generator is then
 // held twice: float32 table, bfloat16 rows). Biases and norms stay float32.
 #pragma once
 

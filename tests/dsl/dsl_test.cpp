@@ -21,13 +21,14 @@ static_assert(
     std::is_same_v<decltype(common(shape(d_model, t, batch), shape(d_ff, d_model))), decltype(shape(d_model))>);
 static_assert(std::is_same_v<decltype(minus(shape(d_model, t, batch), shape(d_model))), decltype(shape(t, batch))>);
 static_assert(index_of_v<decltype(shape(d_k, t, heads, batch)), decltype(heads)> == 2);
-// linear's result: the weight's output dims, then the input's non-feature dims.
+// linear's result: the weight's output dims, then the input's non-feature dims
+// (the weight in the dot-product order: its input dims first).
 static_assert(std::is_same_v<shape_t<decltype(linear("y", input("x", shape(d_model, t, batch)),
-                                                     input("w", shape(d_ff, d_model)), input("b", shape(d_ff))))>,
+                                                     input("w", shape(d_model, d_ff)), input("b", shape(d_ff))))>,
                              decltype(shape(d_ff, t, batch))>);
 // A head-layout projection names its result order explicitly.
 static_assert(std::is_same_v<
-              shape_t<decltype(linear("q", input("x", shape(d_model, t, batch)), input("w", shape(d_k, heads, d_model)),
+              shape_t<decltype(linear("q", input("x", shape(d_model, t, batch)), input("w", shape(d_model, d_k, heads)),
                                       input("b", shape(d_k, heads)), shape(d_k, t, heads, batch)))>,
               decltype(shape(d_k, t, heads, batch))>);
 
@@ -56,7 +57,7 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
   Halide::ImageParam x_in(Halide::Float(32), 3, "x"), w_in(Halide::Float(32), 2, "w"), b_in(Halide::Float(32), 1, "b");
   Halide::Param<float> s_in("s");
   auto x = input("x", shape(d_model, t, batch));
-  auto w = input("w", shape(d_ff, d_model));
+  auto w = input("w", shape(d_model, d_ff));
   auto b = input("b", shape(d_ff));
   auto s = param("s");
   // gelu(s * (x . W + b)) transposed to (t, d_ff, batch)
@@ -73,7 +74,7 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
     CHECK(ctx.has_stage(stage));
   CHECK_THROWS_WITH(ctx.stage("nope"), Catch::Contains("unknown stage 'nope'") && Catch::Contains("act"));
 
-  auto xb = random_buffer(rng, {D, T, B}), wb = random_buffer(rng, {F, D}), bb = random_buffer(rng, {F});
+  auto xb = random_buffer(rng, {D, T, B}), wb = random_buffer(rng, {D, F}), bb = random_buffer(rng, {F});
   x_in.set(xb), w_in.set(wb), b_in.set(bb), s_in.set(0.5f);
   Halide::Buffer<float> got = out.f.realize({T, F, B});
   for (int bi = 0; bi < B; ++bi)
@@ -81,7 +82,7 @@ TEST_CASE("a lowered expression computes what it says", "[dsl][lowering]") {
       for (int ti = 0; ti < T; ++ti) {
         double y = bb(o);
         for (int i = 0; i < D; ++i)
-          y += double(xb(i, ti, bi)) * wb(o, i);
+          y += double(xb(i, ti, bi)) * wb(i, o);
         y *= 0.5;
         const double want = 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
         CHECK(std::abs(got(ti, o, bi) - want) <= 1e-5 * (1 + std::abs(want)));

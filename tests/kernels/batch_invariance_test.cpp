@@ -1,9 +1,9 @@
 // Decode steps are batch-invariant, bitwise: a row's output is the same whether
-// it is decoded alone (one-row tiles), in a small batch (multi-row tiles) or in a
-// large one (panels over the batch rows, gemm_panels.hpp), because every branch
-// sums each output's reduction in the same order. The runtime's "same scores
-// alone or in any batch" rests on this (tests/runtime/parity_test.cpp checks it
-// end to end at small batches; 130 rows reach the panels here).
+// it is decoded alone (one-row tiles) or in a batch of any size (register tiles
+// of several rows, a tail shifted inwards), because every branch sums each
+// output's reduction in the same order, from its bias (cpu/panels.hpp,
+// dsl/lower_panels.hpp). The runtime's "same scores alone or in any batch" rests
+// on this (tests/runtime/parity_test.cpp checks it end to end at small batches).
 #include "support.hpp"
 
 #include <functional>
@@ -37,7 +37,7 @@ TEST_CASE("decode-step GEMMs give a row the same bits alone and in any batch", "
     INFO(rows << " rows");
     const int D = 96, V = 333, F = 200;
     auto x = test::random({D, 1, rows});
-    auto w = test::random({V, D}, 1.0f / std::sqrt(float(D))), b = test::random({V}, 0.1f);
+    auto w = test::panels(test::random({D, V}, 1.0f / std::sqrt(float(D))), 1), b = test::random({V}, 0.1f);
     check_rows_alone(x, V, [&](Buffer<float> in, Buffer<float> out) { return HF(logits)(in, w, b, out); });
     auto w1 = test::panels(test::random({D, F}, 1.0f / std::sqrt(float(D))), 1), b1 = test::random({F}, 0.1f);
     auto w2 = test::panels(test::random({F, D}, 1.0f / std::sqrt(float(F))), 1), b2 = test::random({D}, 0.1f);

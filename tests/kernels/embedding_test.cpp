@@ -10,29 +10,29 @@
 using test::Buffer;
 
 TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
+  // The table lies in panels, as the logits' weight (a tied output layer's is
+  // the same buffer): vocabularies of partial panels and panel groups included.
   struct shape {
     int d_model, vocab, t, batch, offset;
-    bool split;      // sines then cosines (Marian) instead of interleaved
-    bool transposed; // the table a transposed view of (vocab, d_model): a tied output layer's
+    bool split; // sines then cosines (Marian) instead of interleaved
   };
   for (const auto& s :
-       {shape{1, 1, 1, 1, 0, false, false}, shape{7, 11, 7, 2, 0, false, false}, shape{64, 100, 64, 3, 5, false, false},
-        shape{333, 50, 7, 1, 1, false, false}, shape{512, 1000, 1, 8, 200, false, false},
-        shape{16, 20, 333, 1, 0, false, false}, shape{1, 1, 1, 1, 0, true, false}, shape{7, 11, 7, 2, 3, true, false},
-        shape{512, 1000, 1, 8, 200, true, false}, shape{333, 50, 7, 1, 1, true, false},
-        shape{7, 11, 7, 2, 3, true, true}, shape{333, 50, 9, 2, 1, false, true}, shape{512, 1000, 3, 5, 0, true, true},
-        shape{1, 1, 1, 1, 0, false, true}}) {
+       {shape{1, 1, 1, 1, 0, false}, shape{7, 11, 7, 2, 0, false}, shape{64, 100, 64, 3, 5, false},
+        shape{333, 50, 7, 1, 1, false}, shape{512, 1000, 1, 8, 200, false}, shape{16, 20, 333, 1, 0, false},
+        shape{1, 1, 1, 1, 0, true}, shape{7, 11, 7, 2, 3, true}, shape{512, 1000, 1, 8, 200, true},
+        shape{333, 50, 7, 1, 1, true}, shape{333, 50, 9, 2, 1, false}, shape{512, 1000, 3, 5, 0, true},
+        shape{40, 65, 2, 3, 0, false}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset "
-                    << s.offset << " split " << s.split << " transposed " << s.transposed);
-    auto table =
-        s.transposed ? test::random({s.vocab, s.d_model}).transposed(0, 1) : test::random({s.d_model, s.vocab});
+                    << s.offset << " split " << s.split);
+    const auto logical = test::random({s.d_model, s.vocab});
+    auto table = test::panels(logical, 1);
     Buffer<int32_t> ids(s.t, s.batch);
     std::vector<std::vector<int>> id_rows(s.batch, std::vector<int>(s.t));
     ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });
     const float scale = std::sqrt(float(s.d_model));
     Buffer<float> out(s.d_model, s.t, s.batch);
-    REQUIRE_OK(HF(embedding)(table, ids, scale, s.offset, s.split, out));
-    const auto want = ref::embedding(test::to_ref(table), id_rows, scale, s.offset, s.split);
+    REQUIRE_OK(HF(embedding)(table, ids, s.vocab, scale, s.offset, s.split, out));
+    const auto want = ref::embedding(test::to_ref(logical), id_rows, scale, s.offset, s.split);
     const double atol = 2e-5 + 6.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
     double worst = 0;
     std::size_t i = 0;
@@ -46,12 +46,26 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
 }
 
 TEST_CASE("out-of-range token ids are an error naming the id", "[embedding][errors]") {
-  auto table = test::random({8, 10});
+  // 10 entries in a panel group of 64: ids 10-63 lie in the table's padding, and
+  // must fail as any other id past the vocabulary does.
+  auto table = test::panels(test::random({8, 10}), 1);
   Buffer<int32_t> ids(4, 2);
   Buffer<float> out(8, 4, 2);
-  for (int bad : {10, -1, 1 << 30}) {
+  for (int bad : {10, 63, -1, 1 << 30}) {
     ids.fill(3);
     ids(2, 1) = bad;
-    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 1.0f, 0, false, out), "token id " + std::to_string(bad));
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 10, 1.0f, 0, false, out), "token id " + std::to_string(bad));
   }
+}
+
+TEST_CASE("a vocabulary size the table's panels cannot hold is an error", "[embedding][errors]") {
+  auto table = test::panels(test::random({8, 10}), 1); // one panel group: 1 to 64 entries
+  Buffer<int32_t> ids(4, 2);
+  ids.fill(3);
+  Buffer<float> out(8, 4, 2);
+  REQUIRE_OK(HF(embedding)(table, ids, 64, 1.0f, 0, false, out));
+  REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 65, 1.0f, 0, false, out),
+                       "Input buffer table is accessed at 4, which is beyond the max (3) in dimension 3");
+  for (int bad : {0, -5})
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, bad, 1.0f, 0, false, out), "table.extent.3 (4) == ");
 }

@@ -25,8 +25,8 @@ TEST_CASE("ffn (relu, gelu and silu) matches the reference", "[ffn]") {
                  : act == ref::activation::gelu ? HF(ffn_gelu)(x, residual, w1, b1, w2, b2, out)
                                                 : HF(ffn_silu)(x, residual, w1, b1, w2, b2, out));
       CHECK_CLOSE(out,
-                  ref::ffn(test::to_ref(x), test::to_ref(residual), test::dot_weight_to_ref(w1_rows), test::to_ref(b1),
-                           test::dot_weight_to_ref(w2_rows), test::to_ref(b2), act),
+                  ref::ffn(test::to_ref(x), test::to_ref(residual), test::dot_weight_to_ref(w1_rows, 1),
+                           test::to_ref(b1), test::dot_weight_to_ref(w2_rows, 1), test::to_ref(b2), act),
                   test::rtol);
     }
 }

@@ -1,6 +1,7 @@
 // qkv/kv/q projections, out projection and logits against the float64 reference,
-// over awkward shapes: register-tile fast paths, decode (t = 1) blocking over the
-// batch, and predicated fallbacks for widths below one register tile.
+// their weights in panels (halformer/dsl/panels.hpp), over awkward shapes:
+// register tiles of prefill and decode (t = 1, blocked over the batch), widths
+// of partial panels and panel groups.
 #include "support.hpp"
 
 using test::Buffer;
@@ -9,18 +10,20 @@ namespace {
 struct proj_shape {
   int d_k, heads, t, batch;
 };
-// Every d_k of the issue, heads 1..8, t 1/7/64/333, batch 1..3, and decode with 8 rows.
-const proj_shape proj_shapes[] = {{16, 1, 1, 1}, {16, 3, 7, 2}, {32, 8, 64, 1}, {64, 2, 333, 3},
-                                  {32, 5, 1, 3}, {64, 8, 1, 8}, {16, 7, 64, 2}, {64, 1, 7, 1}};
+// Every d_k of the issue, heads 1..8, t 1/7/64/333, batch 1..3, and decode with
+// 3, 7, 8 and 32 rows (whole register tiles of rows and tails shifted inwards).
+const proj_shape proj_shapes[] = {{16, 1, 1, 1}, {16, 3, 7, 2},  {32, 8, 64, 1}, {64, 2, 333, 3}, {32, 5, 1, 3},
+                                  {64, 8, 1, 8}, {16, 7, 64, 2}, {64, 1, 7, 1},  {16, 3, 1, 7},   {64, 8, 1, 32}};
 
 struct head_weights {
-  Buffer<float> w, b;
+  Buffer<float> rows, w, b; // rows: (d_model, d_k, heads), w: the same in panels
 };
 head_weights random_head_weights(int d_k, int heads, int d_model) {
-  return {test::random({d_k, heads, d_model}, 1.0f / std::sqrt(float(d_model))), test::random({d_k, heads}, 0.1f)};
+  auto rows = test::random({d_model, d_k, heads}, 1.0f / std::sqrt(float(d_model)));
+  return {rows, test::panels(rows, 1), test::random({d_k, heads}, 0.1f)};
 }
 ref::tensor reference_projection(const ref::tensor& x, const head_weights& hw, int heads) {
-  return ref::split_heads(ref::linear(x, test::head_weight_to_ref(hw.w), test::head_bias_to_ref(hw.b)), heads);
+  return ref::split_heads(ref::linear(x, test::dot_weight_to_ref(hw.rows, 1), test::head_bias_to_ref(hw.b)), heads);
 }
 } // namespace
 
@@ -42,8 +45,8 @@ TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
 
 TEST_CASE("kv_projection and q_projection match the reference", "[projection]") {
   // Prefill, decode and one-row decode: each shape variant of the library.
-  for (const auto& s : {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3},
-                        proj_shape{64, 5, 1, 1}}) {
+  for (const auto& s :
+       {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3}, proj_shape{64, 5, 1, 1}}) {
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto x = test::random({dm, s.t, s.batch});
@@ -90,16 +93,11 @@ TEST_CASE("out_projection merges heads, projects and adds bias and residual", "[
     const int dm = s.d_k * s.heads;
     INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
     auto a = test::random({s.d_k, s.t, s.heads, s.batch});
-    auto w = test::random({dm, s.d_k, s.heads}, 1.0f / std::sqrt(float(dm)));
+    auto rows = test::random({s.d_k, s.heads, dm}, 1.0f / std::sqrt(float(dm))); // inputs (d_k, heads)
     auto b = test::random({dm}, 0.1f), residual = test::random({dm, s.t, s.batch});
     Buffer<float> out(dm, s.t, s.batch);
-    REQUIRE_OK(HF(out_projection)(a, w, b, residual, out));
-    // Reference: W as (out, in = h * d_k + j).
-    ref::tensor wr({dm, dm});
-    for (int h = 0; h < s.heads; ++h)
-      for (int j = 0; j < s.d_k; ++j)
-        for (int o = 0; o < dm; ++o)
-          wr(o, h * s.d_k + j) = w(o, j, h);
+    REQUIRE_OK(HF(out_projection)(a, test::panels(rows, 2), b, residual, out));
+    const auto wr = test::dot_weight_to_ref(rows, 2); // (out, in = h * d_k + j)
     auto want = ref::add(test::to_ref(residual), ref::linear(ref::merge_heads(test::to_ref(a)), wr, test::to_ref(b)));
     CHECK_CLOSE(out, want, test::rtol);
   }
@@ -109,14 +107,14 @@ TEST_CASE("logits match the reference for awkward vocabularies", "[projection]")
   struct shape {
     int d_model, vocab, t, batch;
   };
-  for (const auto& s :
-       {shape{7, 1, 1, 1}, shape{64, 7, 7, 2}, shape{333, 1000, 3, 1}, shape{64, 333, 64, 3}, shape{48, 500, 1, 8}}) {
+  for (const auto& s : {shape{7, 1, 1, 1}, shape{64, 7, 7, 2}, shape{333, 1000, 3, 1}, shape{64, 333, 64, 3},
+                        shape{48, 500, 1, 8}, shape{40, 65, 1, 5}, shape{512, 129, 1, 32}, shape{13, 200, 333, 1}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch);
     auto x = test::random({s.d_model, s.t, s.batch});
-    auto w = test::random({s.vocab, s.d_model}, 1.0f / std::sqrt(float(s.d_model)));
+    auto rows = test::random({s.d_model, s.vocab}, 1.0f / std::sqrt(float(s.d_model)));
     auto b = test::random({s.vocab}, 0.1f);
     Buffer<float> out(s.vocab, s.t, s.batch);
-    REQUIRE_OK(HF(logits)(x, w, b, out));
-    CHECK_CLOSE(out, ref::linear(test::to_ref(x), test::to_ref(w), test::to_ref(b)), test::rtol);
+    REQUIRE_OK(HF(logits)(x, test::panels(rows, 1), b, out));
+    CHECK_CLOSE(out, ref::linear(test::to_ref(x), test::dot_weight_to_ref(rows, 1), test::to_ref(b)), test::rtol);
   }
 }

@@ -28,8 +28,8 @@
 namespace test {
 
 using Halide::Runtime::Buffer;
+using ref::dot_weight_to_ref;
 using ref::head_bias_to_ref;
-using ref::head_weight_to_ref;
 using ref::to_ref;
 inline constexpr double rtol = 1e-5;
 
@@ -46,12 +46,6 @@ inline Buffer<float> random(std::vector<int> shape, float scale = 1.0f) {
 // first `inputs` dims the input's) stored in panels, as the kernels take it.
 inline Buffer<float> panels(const Buffer<float>& logical, int inputs) {
   return halformer::dsl::panels::pack<Buffer<float>>(logical, inputs);
-}
-// A logical (in, out) weight as the reference's (out, in) matrix.
-inline ref::tensor dot_weight_to_ref(const Buffer<float>& logical) {
-  Buffer<float> t = logical;
-  t.transpose(0, 1);
-  return to_ref(t);
 }
 
 struct comparison {

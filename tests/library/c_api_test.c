@@ -115,14 +115,17 @@ static void softmax_matches(void) {
 }
 
 static void errors_have_messages(void) {
-  float table[4][3] = {{0}}, out[2][3];
-  int32_t ids[2] = {1, 4}; /* 4 is outside a vocabulary of 4 */
-  halide_dimension_t dt[2], di[2], dout[3];
-  int et[2] = {3, 4}, ei[2] = {2, 1}, eo[3] = {3, 2, 1};
-  halide_buffer_t bt = make_buffer(table, dt, et, 2, 0), bi = make_buffer(ids, di, ei, 2, 1),
+  /* A table of d_model 3 and a vocabulary of 4 in panels (halformer_kernels.h):
+   * extents (1, 16, 3, 4), one panel group of 64 entries. */
+  static float table[4][3][16] = {{{0}}};
+  float out[2][3];
+  int32_t ids[2] = {1, 4}; /* 4 is outside a vocabulary of 4 (inside the table's padding) */
+  halide_dimension_t dt[4], di[2], dout[3];
+  int et[4] = {1, 16, 3, 4}, ei[2] = {2, 1}, eo[3] = {3, 2, 1};
+  halide_buffer_t bt = make_buffer(table, dt, et, 4, 0), bi = make_buffer(ids, di, ei, 2, 1),
                   bo = make_buffer(out, dout, eo, 3, 0);
   halformer_clear_error();
-  int rc = hf_embedding(&bt, &bi, 1.0f, 0, 0, &bo);
+  int rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, &bo);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "token id 4"), "rc %d, message '%s'", rc, halformer_last_error());
 
   int eo_bad[3] = {3, 5, 1}; /* t = 5 but ids have 2 positions */
@@ -130,7 +133,7 @@ static void errors_have_messages(void) {
   halide_buffer_t bo_bad = make_buffer(out_bad, dout, eo_bad, 3, 0);
   ids[1] = 2;
   halformer_clear_error();
-  rc = hf_embedding(&bt, &bi, 1.0f, 0, 0, &bo_bad);
+  rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, &bo_bad);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "out"), "rc %d, message '%s'", rc, halformer_last_error());
 
   EXPECT(halformer_force_isa("avx1024") != 0 && strstr(halformer_last_error(), "avx1024"), "unknown ISA accepted");

@@ -77,8 +77,8 @@ TEST_CASE("a misspelled weight name is a load error naming it", "[binding]") {
 TEST_CASE("the whole model is described: embeddings, final norms, logits, beam candidates, pick", "[binding]") {
   const loaded_model m("post_ln_relu");
   auto d = layer_descriptions::of(m.config);
-  CHECK(step_of(d.encoder_input, "embedding").operands.size() == 6);
-  CHECK(step_of(d.decoder_input, "embedding").operands.size() == 6);
+  CHECK(step_of(d.encoder_input, "embedding").operands.size() == 7);
+  CHECK(step_of(d.decoder_input, "embedding").operands.size() == 7);
   CHECK(operand_of(step_of(d.decoder_input, "embedding"), "offset").kind == layers::role::position);
   CHECK(operand_of(step_of(d.encoder_input, "embedding"), "ids").kind == layers::role::tokens);
   CHECK(step_of(d.decoder_output, "logits").function == "logits");

@@ -99,7 +99,7 @@ grep -q "tuned 29 pairs in" "$tmp/log" || fail "tune prints no total time"
 import json, sys
 j = json.load(open('$tmp/knobs.json')); c = json.load(open('$model/config.json'))
 assert j['_source']['shapes'] == 29, j['_source']
-why = [s['_why'] for s in j['_buckets']['logits']['decode'].values()]
+why = [s['_why'] for s in j['_buckets']['layernorm']['decode'].values()]
 want = 'd_model=%d,t=1' % c['d_model']
 sys.exit(0 if any(w.startswith('tuned on this machine at') and want in w and 'batch=3' in w for w in why)
          else 'no decode set tuned at the model shape: %s' % why)" || fail "tune --model knob file"

@@ -45,18 +45,18 @@ TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset
   const auto hw = this_machine();
   const auto c = real_catalog();
   const auto plans = c.bucket_plans();
-  REQUIRE(plans.count("qkv_projection"));
-  CHECK(plans.at("qkv_projection").buckets == std::vector<std::string>{"prefill", "decode", "decode1", "decode_wide"});
+  REQUIRE(plans.count("layernorm"));
+  CHECK(plans.at("layernorm").buckets == std::vector<std::string>{"prefill", "decode"});
   record r;
-  r.kernel = "qkv_projection", r.knob_section = "head_projection", r.target = target_of_isa("avx512");
-  r.status = "ok", r.hardware = hw.key(), r.schedule_revision = c.revisions.at("head_projection");
-  r.shape = canonical_shape("d_k=64,heads=8,t=1,batch=8"), r.median_ms = 0.3, r.source = "confirm";
-  r.knobs = {{"vectors", 1},     {"rows", 2},   {"tiles_per_task", 16}, {"row_tiles_per_task", 8},
-             {"gemv_cols", 128}, {"gemv_k", 8}, {"gemv_vectors", 2}};
+  r.kernel = "layernorm", r.knob_section = "layernorm", r.target = target_of_isa("avx512");
+  r.status = "ok", r.hardware = hw.key(), r.schedule_revision = c.revisions.at("layernorm");
+  r.shape = canonical_shape("d_model=512,t=1,batch=8"), r.median_ms = 0.3, r.source = "confirm";
+  r.knobs = {{"rows_per_task", 32}, {"vectors", 4}, {"vectorize_reductions", 0}};
   db.append(r);
-  record kv = r; // another kernel of the same section: only its own buckets take it
-  kv.kernel = "kv_projection", kv.shape = canonical_shape("d_k=64,heads=8,t=128,batch=8"), kv.knobs["rows"] = 6;
-  db.append(kv);
+  record add = r; // another kernel of the same section: only its own buckets take it
+  add.kernel = "add_layernorm", add.shape = canonical_shape("d_model=512,t=128,batch=8"),
+  add.knobs["rows_per_task"] = 2;
+  db.append(add);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
   const auto report =
       export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", c.revisions, plans);
@@ -64,13 +64,13 @@ TEST_CASE("each kernel's bucket knob set takes the record at its bucket's preset
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in);
   const auto& v = j["_buckets"];
-  CHECK(v["qkv_projection"]["decode"]["avx512"]["tiles_per_task"] == 16);
-  CHECK(v["qkv_projection"]["decode"]["avx512"]["rows"] == 2);
-  CHECK(v["kv_projection"]["prefill"]["avx512"]["rows"] == 6);
+  CHECK(v["layernorm"]["decode"]["avx512"]["rows_per_task"] == 32);
+  CHECK(v["layernorm"]["decode"]["avx512"]["vectors"] == 4);
+  CHECK(v["add_layernorm"]["prefill"]["avx512"]["rows_per_task"] == 2);
   // No record: the section's values (here the hand defaults).
-  CHECK(v["qkv_projection"]["prefill"]["avx512"]["rows"] == j["head_projection"]["avx512"]["rows"]);
-  CHECK(v["qkv_projection"]["decode"]["avx2"]["rows"] == j["head_projection"]["avx2"]["rows"]);
-  CHECK_THAT(v["qkv_projection"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
+  CHECK(v["layernorm"]["prefill"]["avx512"]["rows_per_task"] == j["layernorm"]["avx512"]["rows_per_task"]);
+  CHECK(v["layernorm"]["decode"]["avx2"]["rows_per_task"] == j["layernorm"]["avx2"]["rows_per_task"]);
+  CHECK_THAT(v["layernorm"]["decode"]["avx512"]["_why"].get<std::string>(), Catch::Contains("(confirmed)"));
 }
 
 TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner][database]") {
@@ -80,15 +80,15 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   const auto c = real_catalog();
   const auto shapes = model_shapes({64, 4, 256, 100, 120, "relu"}, 16, 4); // no preset has these
   const auto decode = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-    return e.kernel == "out_projection" && bucket_of(e.shape) == "decode";
+    return e.kernel == "layernorm" && bucket_of(e.shape) == "decode";
   });
   REQUIRE(decode != shapes.end());
   record r;
-  r.kernel = "out_projection", r.knob_section = "out_projection", r.target = target_of_isa("avx2"), r.status = "ok";
-  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("out_projection"), r.shape = decode->shape;
+  r.kernel = "layernorm", r.knob_section = "layernorm", r.target = target_of_isa("avx2"), r.status = "ok";
+  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("layernorm"), r.shape = decode->shape;
   r.median_ms = 0.01, r.source = "confirm";
-  r.knobs = default_knobs(real_tools(work.path), "out_projection", "avx2");
-  r.knobs["rows"] = 2, r.knobs["tiles_per_task"] = 16;
+  r.knobs = default_knobs(real_tools(work.path), "layernorm", "avx2");
+  r.knobs["rows_per_task"] = 2, r.knobs["vectors"] = 4;
   db.append(r);
   record other_chunk; // attention at a decode shape, measured with another kv_chunk than the section's
   other_chunk = r;
@@ -105,8 +105,8 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   CHECK(report.tuned.size() == 1);
   std::ifstream in(file);
   const auto j = nlohmann::json::parse(in);
-  CHECK(j["_buckets"]["out_projection"]["decode"]["avx2"]["rows"] == 2);
-  CHECK(j["_buckets"]["out_projection"]["decode"]["avx2"]["tiles_per_task"] == 16);
+  CHECK(j["_buckets"]["layernorm"]["decode"]["avx2"]["rows_per_task"] == 2);
+  CHECK(j["_buckets"]["layernorm"]["decode"]["avx2"]["vectors"] == 4);
   CHECK(j["_source"]["hardware"] == hw.key());
   // One pipeline has one algorithm: a record with another kv_chunk is not adopted.
   CHECK(j["_buckets"]["attention"]["decode1"]["avx2"]["kv_chunk"] == j["attention"]["avx2"]["kv_chunk"]);
@@ -137,10 +137,11 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   }
   // The generator builds the file's knob sets: the decode branch with the tuned values.
   const toolchain t = real_tools(work.path);
-  const int rc = std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
-                              "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=out_projection knob_file=" + file +
-                              " > " + work.path + "/gen.log 2>&1")
-                                 .c_str());
+  const int rc =
+      std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
+                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=out_projection knob_file=" + file +
+                   " > " + work.path + "/gen.log 2>&1")
+                      .c_str());
   std::ifstream log(work.path + "/gen.log");
   INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
   CHECK(rc == 0);
@@ -248,33 +249,41 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
 }
 
-TEST_CASE("a schedule's decode-branch knobs come from the decode record, the rest from prefill", "[tuner][database]") {
+TEST_CASE("a schedule's decode-step knobs come from the decode record, the rest from prefill", "[tuner][database]") {
   temp_dir work("branch");
   database db(work.path);
   const auto hw = this_machine();
-  record prefill;
-  prefill.kernel = "logits", prefill.knob_section = "logits", prefill.target = target_of_isa("avx512");
-  prefill.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=8"), prefill.status = "ok";
+  record prefill; // the FFN's primary shape is prefill: its decode-step knobs never ran there
+  prefill.kernel = "ffn_relu", prefill.knob_section = "ffn", prefill.target = target_of_isa("avx512");
+  prefill.shape = canonical_shape("d_model=512,d_ff=2048,t=128,batch=8"), prefill.status = "ok";
   prefill.hardware = hw.key(), prefill.median_ms = 3.0, prefill.schedule_revision = 2;
-  prefill.knobs = {{"vectors", 2},    {"rows", 4},   {"tiles_per_task", 8}, {"row_tiles_per_task", 1},
-                   {"gemv_cols", 64}, {"gemv_k", 8}, {"gemv_vectors", 1}};
-  record decode = prefill;
-  decode.shape = canonical_shape("d_model=512,vocab=32000,t=1,batch=1"), decode.median_ms = 2.0;
-  decode.knobs = {{"vectors", 1},      {"rows", 2},    {"tiles_per_task", 1}, {"row_tiles_per_task", 32},
-                  {"gemv_cols", 1024}, {"gemv_k", 64}, {"gemv_vectors", 2}};
-  db.append(prefill);
-  db.append(decode);
+  prefill.knobs = {
+      {"tile_panels", 2},      {"tile_rows", 4},        {"tiles_per_task", 8},       {"tile_prefetch", 0},
+      {"decode_task_kib", 16}, {"hidden_tile_rows", 6}, {"hidden_tile_prefetch", 0}, {"hidden_decode_task_kib", 16}};
+  record decode1 = prefill; // one row, then several: the decode-step knobs come from the batch's record
+  decode1.shape = canonical_shape("d_model=512,d_ff=2048,t=1,batch=1"), decode1.median_ms = 0.3;
+  decode1.knobs = {
+      {"tile_panels", 1},      {"tile_rows", 1},        {"tiles_per_task", 1},       {"tile_prefetch", 1},
+      {"decode_task_kib", 64}, {"hidden_tile_rows", 1}, {"hidden_tile_prefetch", 1}, {"hidden_decode_task_kib", 64}};
+  record decode = decode1;
+  decode.shape = canonical_shape("d_model=512,d_ff=2048,t=1,batch=8"), decode.median_ms = 0.5;
+  decode.knobs["tile_prefetch"] = 4, decode.knobs["decode_task_kib"] = 512,
+  decode.knobs["hidden_decode_task_kib"] = 256;
+  for (const auto& r : {prefill, decode1, decode})
+    db.append(r);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report =
-      export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"logits", 2}});
+  const auto report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"ffn", 2}});
   CHECK(report.tuned.size() == 2);
   std::ifstream in(work.path + "/k.json");
-  const auto j = nlohmann::json::parse(in)["logits"]["avx512"];
-  CHECK(j["rows"] == 4); // the primary (prefill-branch) record
-  CHECK(j["vectors"] == 2);
-  CHECK(j["gemv_cols"] == 1024); // the one-row decode record
-  CHECK(j["gemv_k"] == 64);
-  CHECK(j["gemv_vectors"] == 2);
+  const auto j = nlohmann::json::parse(in)["ffn"]["avx512"];
+  CHECK(j["tile_rows"] == 4); // the primary (prefill) record
+  CHECK(j["tile_panels"] == 2);
+  CHECK(j["hidden_tile_rows"] == 6);
+  CHECK(j["tile_prefetch"] == 4); // the batch-8 decode record
+  CHECK(j["decode_task_kib"] == 512);
+  CHECK(j["hidden_decode_task_kib"] == 256);
+  CHECK(j["hidden_tile_prefetch"] == 1);
+  CHECK_THAT(j["_why"].get<std::string>(), Catch::Contains("decode-step knobs: ffn_relu"));
 }
 
 TEST_CASE("pruning drops exactly the records of earlier schedule revisions, keeping lines as written",

@@ -6,7 +6,7 @@ using namespace halformer::dsl;
 using namespace halformer::dsl::dims;
 int main() {
   auto x = input("x", shape(d_model, t, batch));
-  auto w = input("w", shape(d_ff, d_model));
+  auto w = input("w", shape(d_model, d_ff));
   auto b = input("b", shape(d_ff));
   (void)add("s", x, x);
   (void)linear("y", x, w, b);

@@ -19,16 +19,24 @@ template <class T, int D, int S> tensor to_ref(const Halide::Runtime::Buffer<T, 
   return t;
 }
 
-// Kernel weights (d_k, heads, d_model) as the reference's (out = h * d_k + j, in).
-inline tensor head_weight_to_ref(const Halide::Runtime::Buffer<const float>& w) {
-  const int dk = w.dim(0).extent(), H = w.dim(1).extent(), dm = w.dim(2).extent();
-  tensor t({dk * H, dm});
-  for (int i = 0; i < dm; ++i)
-    for (int h = 0; h < H; ++h)
-      for (int j = 0; j < dk; ++j)
-        t(h * dk + j, i) = w(j, h, i);
+// A GEMM weight in the dot-product layout (its first `inputs` dims index the
+// input, the others the output, each flattened dim 0 fastest: a head
+// projection's (d_model, d_k, heads) gives outputs h * d_k + j) as the
+// reference's (out, in) matrix.
+template <class T, int D, int S> tensor dot_weight_to_ref(const Halide::Runtime::Buffer<T, D, S>& w, int inputs) {
+  int in = 1, out = 1;
+  for (int d = 0; d < w.dimensions(); ++d)
+    (d < inputs ? in : out) *= w.dim(d).extent();
+  tensor t({out, in});
+  std::size_t k = 0; // visited dim 0 fastest: input k % in, output k / in
+  w.for_each_element([&](const int* pos) {
+    t(int(k / std::size_t(in)), int(k % std::size_t(in))) = double(w(pos));
+    ++k;
+  });
   return t;
 }
+
+// Head biases (d_k, heads) as the reference's outputs h * d_k + j.
 inline tensor head_bias_to_ref(const Halide::Runtime::Buffer<const float>& b) {
   const int dk = b.dim(0).extent(), H = b.dim(1).extent();
   tensor t({dk * H});

@@ -22,17 +22,12 @@ template <Tensor X, Tensor W, Tensor Bias, class Out> auto bf16_linear(std::stri
   if constexpr (dtype_v<X> == dtype::f32) {
     return bf16_linear(name, to_bfloat16(name + "_x", std::move(x)), std::move(w), std::move(bias), out);
   } else {
-    using SX = shape_t<X>;
-    using SW = shape_t<W>;
-    using Features = decltype(common(SX{}, SW{}));
-    using Leading = decltype(hana::take_front(SW{}, hana::size_c<rank_v<Features>>));
     static_assert(dtype_v<X> == dtype::bf16 && dtype_v<W> == dtype::bf16,
                   "halformer::dsl::bf16_linear: the weight must be bfloat16, and x float32 or bfloat16");
-    static_assert(rank_v<Features> > 0 && is_permutation_v<Leading, Features> &&
-                      decltype(hana::contains(Features{}, hana::front(SX{})))::value,
+    static_assert(dot_product_weight_v<X, W>,
                   "halformer::dsl::bf16_linear: the weight's leading (input) dimensions must be the features it "
                   "shares with the input, and the input's dim 0 one of them");
-    static_assert(is_permutation_v<Out, quantized_linear_shape_t<X, W>>,
+    static_assert(is_permutation_v<Out, linear_shape_t<X, W>>,
                   "halformer::dsl::bf16_linear: the result must hold exactly the weight's output dimensions and the "
                   "input's rows");
     static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<X, W>> && all_float_v<Bias>,
@@ -41,7 +36,7 @@ template <Tensor X, Tensor W, Tensor Bias, class Out> auto bf16_linear(std::stri
   }
 }
 template <Tensor X, Tensor W, Tensor Bias> auto bf16_linear(std::string name, X x, W w, Bias bias) {
-  return bf16_linear(std::move(name), std::move(x), std::move(w), std::move(bias), quantized_linear_shape_t<X, W>{});
+  return bf16_linear(std::move(name), std::move(x), std::move(w), std::move(bias), linear_shape_t<X, W>{});
 }
 
 } // namespace halformer::dsl

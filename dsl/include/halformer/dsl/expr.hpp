@@ -65,8 +65,7 @@ namespace op {
 struct input {
   std::string name;
   dtype type = dtype::f32;
-  bool any_stride = false; // the innermost dimension may have any stride (strided_input)
-  int panel_inputs = 0;    // a GEMM weight in panels (panel_input): its leading input dims
+  int panel_inputs = 0; // a GEMM weight in panels (panel_input): its leading input dims
 };
 struct output { // a kernel's output, by its name in the kernel's outputs() (layer wiring only)
   std::string name;
@@ -75,6 +74,7 @@ struct output { // a kernel's output, by its name in the kernel's outputs() (lay
 struct param { // a scalar argument (eps, a flag, an offset)
   std::string name;
   dtype type = dtype::f32;
+  bool defines_extent = false; // extent_param: the extent of the dimension it is named after
 };
 struct contract { // sum over the dimensions shared by both operands and absent from the result
   std::string name;
@@ -150,21 +150,22 @@ constexpr auto make(Op o, Shape, Args... a) {
 template <class S, dtype D = dtype::f32> auto input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D}, s);
 }
-// An input whose innermost dimension may have any stride: callers may pass a
-// transposed view of another tensor (a tied output layer's table, read as an
-// embedding), which the kernel then reads with gathers.
-template <class S, dtype D = dtype::f32> auto strided_input(std::string name, S s, element<D> = {}) {
-  return make<element<D>>(op::input{std::move(name), D, true}, s);
-}
 // A GEMM weight (int8 by default, or float32) of logical shape (inputs...,
 // outputs...), its first `inputs` dims indexing the input, stored in panels
 // (panels.hpp): the buffer has two dims more than the shape.
 template <class S, dtype D = dtype::i8> auto panel_input(std::string name, S s, int inputs, element<D> = {}) {
   static_assert(D == dtype::i8 || D == dtype::f32, "halformer::dsl::panel_input: panels hold int8 or float32 weights");
-  return make<element<D>>(op::input{std::move(name), D, false, inputs}, s);
+  return make<element<D>>(op::input{std::move(name), D, inputs}, s);
 }
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
   return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
+}
+// The extent of dimension `dim` as an int32 scalar argument named after it, for
+// a dimension no buffer holds exactly: a weight in panels pads its outputs to
+// whole panel groups, so the embedding's table in panels cannot say its
+// vocabulary (whose end its token id check needs).
+template <class Dim> auto extent_param(Dim) {
+  return make<element<dtype::i32>>(op::param{std::string(Dim::type::name), dtype::i32, true}, hana::make_tuple());
 }
 
 // ---- linear algebra ----------------------------------------------------------------
@@ -203,29 +204,34 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   return make<Element>(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
 }
 
-// y = x . W + bias, contracting x's dim 0 (its features) with W's input dim:
-// its last (W (outputs..., in), a row per input feature) or its first (the
-// dot-product order (in, outputs...), a row per output, as weights in panels
-// are). The result is W's output dimensions followed by x's others, unless
-// `out` reorders them (e.g. a head layout (d_k, t, heads, batch)).
+// The dot-product layout of a GEMM weight W (linear, quantized_linear,
+// bf16_linear): its leading dimensions are the input features it shares with x
+// (x's dim 0 one of them), its others the outputs: a weight row is one output's
+// inputs, PyTorch's [out][in] as it is, stored in panels (panel_input) or rows.
+// The result holds W's output dimensions, then x's rows (its other dimensions),
+// unless `out` reorders them (e.g. a head layout (d_k, t, heads, batch)).
+template <Tensor X, Tensor W> using features_t = decltype(common(shape_t<X>{}, shape_t<W>{}));
 template <Tensor X, Tensor W>
-inline constexpr bool input_first_v = std::is_same_v<std::decay_t<decltype(hana::front(shape_t<X>{}))>,
-                                                     std::decay_t<decltype(hana::front(shape_t<W>{}))>>;
+inline constexpr bool dot_product_weight_v =
+    rank_v<features_t<X, W>> > 0 &&
+    is_permutation_v<decltype(hana::take_front(shape_t<W>{}, hana::size_c<rank_v<features_t<X, W>>>)),
+                     features_t<X, W>>&& decltype(hana::contains(features_t<X, W>{}, hana::front(shape_t<X>{})))::value;
 // W's dimensions that X lacks: its output dimensions, in W's order.
 template <Tensor X, Tensor W> using weight_outputs_t = decltype(minus(shape_t<W>{}, shape_t<X>{}));
+// X's dimensions that W lacks: its rows.
+template <Tensor X, Tensor W> using input_rows_t = decltype(minus(shape_t<X>{}, shape_t<W>{}));
 template <Tensor X, Tensor W>
-using natural_linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, hana::drop_front(shape_t<X>{})));
+using linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, input_rows_t<X, W>{}));
 
+// y = x . W + bias, float32, W in the dot-product layout (above). Stage <name>;
+// a weight in panels starts each output's sum at its bias (lower_panels.hpp).
 template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string name, X x, W w, Bias bias, Out out) {
-  using SX = shape_t<X>;
-  using SW = shape_t<W>;
-  static_assert(input_first_v<X, W> ||
-                    std::is_same_v<std::decay_t<decltype(hana::front(SX{}))>, std::decay_t<decltype(hana::back(SW{}))>>,
-                "halformer::dsl::linear: the weight's first or last (input) dimension must be the input's "
-                "dim 0 (its features)");
-  static_assert(is_permutation_v<Out, natural_linear_shape_t<X, W>>,
+  static_assert(dot_product_weight_v<X, W>,
+                "halformer::dsl::linear: the weight's leading (input) dimensions must be the features it shares "
+                "with the input, and the input's dim 0 one of them");
+  static_assert(is_permutation_v<Out, linear_shape_t<X, W>>,
                 "halformer::dsl::linear: the result must hold exactly the weight's output "
-                "dimensions and the input's non-feature dimensions");
+                "dimensions and the input's rows");
   static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<X, W>>,
                 "halformer::dsl::linear: the bias must have the weight's output dimensions");
   static_assert(all_float_v<X, W, Bias>,
@@ -235,7 +241,7 @@ template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string na
   return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w), std::move(bias));
 }
 template <Tensor X, Tensor W, Tensor Bias> auto linear(std::string name, X x, W w, Bias bias) {
-  return linear(std::move(name), std::move(x), std::move(w), std::move(bias), natural_linear_shape_t<X, W>{});
+  return linear(std::move(name), std::move(x), std::move(w), std::move(bias), linear_shape_t<X, W>{});
 }
 
 template <Tensor A, class Out> auto transpose(std::string name, A a, Out out) {
@@ -398,8 +404,8 @@ struct argument {
   std::string name;
   dtype type;
   std::vector<std::string> dims; // innermost first
-  bool any_stride = false;       // strided_input: dims[0]'s stride is not fixed to 1
   int panel_inputs = 0;          // panel_input: stored in panels (two dims more than `dims`)
+  bool defines_extent = false;   // extent_param: a scalar giving its namesake dimension's extent
   // The buffer's rank.
   int rank() const { return int(dims.size()) + (panel_inputs > 0 ? panels::extra_dims : 0); }
 };
@@ -408,9 +414,9 @@ template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& 
                 "halformer::dsl::describe: a kernel's inputs are input and param leaves");
   const auto names = dim_names(S{});
   if constexpr (std::is_same_v<Op, op::input>)
-    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.any_stride, leaf.op.panel_inputs};
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.panel_inputs};
   else
-    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}};
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, 0, leaf.op.defines_extent};
 }
 template <Tensor E> argument describe(const named_result<E>& r) {
   const auto names = dim_names(shape_t<E>{});

@@ -6,12 +6,10 @@
 // name the kernels and weights of its type; everything else (LayerNorm, softmax,
 // attention) is float32 in both.
 //
-// Weights by name (relative to the layer): float32 ones in the float kernels'
-// layouts (output features innermost: self_attn.w_q is (d_k, heads, d_model)),
-// but the FFN's, in the dot-product layout in panels as the int8 ones; int8 and
-// bfloat16 ones in the dot-product layout (a weight row is one output's inputs:
-// self_attn.w_q is (d_model, d_k, heads)), int8 ones with their steps, one per
-// output, as "<weight>.step".
+// Weights by name (relative to the layer), of every type in the dot-product
+// layout (a weight row is one output's inputs: self_attn.w_q is (d_model, d_k,
+// heads)); float32 and int8 ones stored in panels, int8 ones with their steps,
+// one per output, as "<weight>.step".
 #pragma once
 
 #include "halformer/dsl/layer_operands.hpp"
@@ -39,10 +37,8 @@ template <class K, class G> auto head_weights(const K& k, G, const std::string& 
   if constexpr (is_int8_v<G>)
     return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)),
                             k.step(w + "_step") >> weight(step_name(prefix + w), shape(d_k, heads)), bias);
-  else if constexpr (is_bf16_v<G>)
-    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)), bias);
   else
-    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_k, heads, d_model)), bias);
+    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)), bias);
 }
 
 // Head projections of x (d_model, T, batch): each output (which, tensor) is the
@@ -73,14 +69,10 @@ auto out_projection_step(G, T seq, const std::string& prefix, const std::string&
       return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model)),
                  k.w_step >> weight(step_name(prefix + "w_o"), shape(d_model)));
     });
-  } else if constexpr (is_bf16_v<G>) {
-    kernels::out_projection_bf16 k;
+  } else {
+    by_gemm_t<G, kernels::out_projection, void, kernels::out_projection_bf16> k;
     return hana::unpack(
         common(k), [&](auto... o) { return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model))); });
-  } else {
-    kernels::out_projection k;
-    return hana::unpack(
-        common(k), [&](auto... o) { return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_model, d_k, heads))); });
   }
 }
 
@@ -102,16 +94,11 @@ auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const
                          k.w2 >> weight("linear2.weight", shape(d_ff, d_model)),
                          k.w2_step >> weight(step_name("linear2.weight"), shape(d_model)));
     });
-  } else if constexpr (is_bf16_v<G>) {
-    kernels::ffn_bf16 k;
-    return hana::unpack(common(k), [&](auto... o) {
-      return run_variant(k, "ffn_" + activation + "_bf16", o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
-                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)));
-    });
   } else {
-    kernels::ffn k;
+    by_gemm_t<G, kernels::ffn, void, kernels::ffn_bf16> k;
+    const std::string variant = "ffn_" + activation + (is_bf16_v<G> ? "_bf16" : "");
     return hana::unpack(common(k), [&](auto... o) {
-      return run_variant(k, "ffn_" + activation, o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
+      return run_variant(k, variant, o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
                          k.w2 >> weight("linear2.weight", shape(d_ff, d_model)));
     });
   }
@@ -134,8 +121,9 @@ auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offs
     });
   } else {
     kernels::embedding k;
-    return hana::unpack(common(k),
-                        [&](auto... o) { return run(k, o..., k.table >> weight(table, shape(d_model, vocab))); });
+    return hana::unpack(common(k), [&](auto... o) {
+      return run(k, o..., k.table >> weight(table, shape(d_model, vocab)), k.vocab_size >> vocabulary(seq));
+    });
   }
 }
 
@@ -151,14 +139,10 @@ template <class G> auto logits_step(G, const std::string& x) {
       return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab)),
                  k.w_step >> weight(step_name("generator.weight"), shape(vocab)));
     });
-  } else if constexpr (is_bf16_v<G>) {
-    kernels::logits_bf16 k;
+  } else {
+    by_gemm_t<G, kernels::logits, void, kernels::logits_bf16> k;
     return hana::unpack(
         common(k), [&](auto... o) { return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab))); });
-  } else {
-    kernels::logits k;
-    return hana::unpack(
-        common(k), [&](auto... o) { return run(k, o..., k.w >> weight("generator.weight", shape(vocab, d_model))); });
   }
 }
 

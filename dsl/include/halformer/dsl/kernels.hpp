@@ -23,11 +23,15 @@ using namespace dims;
 
 // token ids -> table(id) * scale + PE(t + offset), PE in the layout `split_positions`
 // chooses (dsl::sinusoidal: false interleaved, true sines then cosines). The table
-// may be a transposed view (d_model strided): a tied output layer's, held once.
+// is stored as the logits' weight is, in panels (a token's row is one output's
+// inputs): a tied output layer's weight is held once and read by both. Its
+// vocabulary size is an argument: ids at or past it are an error.
 struct embedding {
   static constexpr std::string_view name = "embedding", schedule = "embedding";
-  decltype(strided_input("table", shape(d_model, vocab))) table = strided_input("table", shape(d_model, vocab));
+  decltype(panel_input("table", shape(d_model, vocab), 1, f32)) table =
+      panel_input("table", shape(d_model, vocab), 1, f32);
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
+  decltype(extent_param(vocab)) vocab_size = extent_param(vocab); // the table's panels pad it
   decltype(param("scale")) scale = param("scale");
   decltype(param("offset", i32)) offset = param("offset", i32);
   decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
@@ -36,16 +40,18 @@ struct embedding {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
                          sinusoidal("positions", d_model, t, offset, split_positions));
   }
-  auto inputs() const { return hana::make_tuple(table, ids, scale, offset, split_positions); }
+  auto inputs() const { return hana::make_tuple(table, ids, vocab_size, scale, offset, split_positions); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
 // Q, K and V (or a subset) of x, directly in head layout (d_k, t, heads, batch).
-// Weights are (d_k, heads, d_model): PyTorch's [out][in] rows, transposed once at load.
+// Weights (d_model, d_k, heads) in the dot-product layout (PyTorch's [out][in] as
+// it is), stored in panels of 16 outputs (panels.hpp, panel_input), as every
+// float32 and int8 GEMM weight is.
 struct head_projection {
   static constexpr std::string_view schedule = "head_projection";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string& n) { return input(n, shape(d_k, heads, d_model)); }
+  static auto weight(const std::string& n) { return panel_input(n, shape(d_model, d_k, heads), 1, f32); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
   // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>_proj".
@@ -93,25 +99,22 @@ struct attention {
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
-// Merge heads, project, add bias and the residual.
+// Merge heads, project, add bias and the residual. Weights (d_k, heads, d_model)
+// in panels: an output's inputs are all heads' features.
 struct out_projection {
   static constexpr std::string_view name = "out_projection", schedule = "out_projection";
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
-  decltype(input("w", shape(d_model, d_k, heads))) w = input("w", shape(d_model, d_k, heads));
+  decltype(panel_input("w", shape(d_k, heads, d_model), 2, f32)) w =
+      panel_input("w", shape(d_k, heads, d_model), 2, f32);
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
 
-  auto algorithm() const {
-    auto proj = contract("proj", a, w, shape(d_model, t, batch));
-    return add("residual_add", residual, add_broadcast("biased", proj, b));
-  }
+  auto algorithm() const { return add("residual_add", residual, linear("proj", a, w, b, shape(d_model, t, batch))); }
   auto inputs() const { return hana::make_tuple(a, w, b, residual); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
-// residual + W2 act(W1 x + b1) + b2. Weights in the dot-product layout, (d_model,
-// d_ff) and (d_ff, d_model) (PyTorch's [out][in] as it is), stored in panels of
-// 16 outputs (panels.hpp, panel_input) as the int8 kernels' are.
+// residual + W2 act(W1 x + b1) + b2. Weights (d_model, d_ff) and (d_ff, d_model) in panels.
 struct ffn {
   static constexpr std::string_view schedule = "ffn";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
@@ -180,11 +183,12 @@ struct log_softmax : softmax {
   auto outputs() const { return hana::make_tuple(result("out", algorithm(true))); }
 };
 
-// Final projection to the target vocabulary.
+// Final projection to the target vocabulary. Weight (d_model, vocab) in panels
+// (the embedding table's layout).
 struct logits {
   static constexpr std::string_view name = "logits", schedule = "logits";
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("w", shape(vocab, d_model))) w = input("w", shape(vocab, d_model));
+  decltype(panel_input("w", shape(d_model, vocab), 1, f32)) w = panel_input("w", shape(d_model, vocab), 1, f32);
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 
   auto inputs() const { return hana::make_tuple(x, w, b); }

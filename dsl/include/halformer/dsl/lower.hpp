@@ -58,10 +58,6 @@ public:
       bind_panels(leaf, buf);
       return;
     }
-    if (leaf.any_stride) {
-      buf.dim(0).set_stride(Halide::Expr());
-      inner_strides_[leaf.name] = buf.dim(0).stride();
-    }
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::string dim{names[i]};
       buf.dim(i).set_min(0);
@@ -86,6 +82,10 @@ public:
       throw std::logic_error("bind " + leaf.name + ": panels hold int8 or float32 weights with input and output dims");
     const int group = panels::group_inputs(leaf.type == dtype::i8 ? 1 : 4);
     panel_input p{Halide::Func(buf), leaf.dims, int(inputs), group};
+    // Groups of one input store the first input dim whole: its extent, where no
+    // input bound before defines it (the embedding's d_model).
+    const bool defines_first =
+        group == 1 && extents_.emplace(leaf.dims[0], buf.dim(panels::extra_dims).extent()).second;
     std::vector<Halide::Expr> logical, at(leaf.dims.size() + panels::extra_dims);
     for (const auto& d : leaf.dims)
       logical.push_back(Halide::Var(d));
@@ -96,7 +96,7 @@ public:
     panel_inputs_[leaf.name] = p;
     if constexpr (requires { Halide::ImageParam(buf).parameter(); })
       input_params_[leaf.name] = Halide::ImageParam(buf).parameter();
-    pending_panels_.push_back([this, &buf, p] {
+    pending_panels_.push_back([this, &buf, p, defines_first] {
       buf.dim(0).set_extent(p.group), buf.dim(1).set_extent(panels::lanes);
       buf.dim(0).set_estimate(0, p.group), buf.dim(1).set_estimate(0, panels::lanes);
       buf.dim(1).set_stride(p.group);
@@ -105,7 +105,8 @@ public:
         buf.dim(d).set_min(0);
       for (std::size_t d = 0; d < p.dims.size(); ++d) {
         auto stored = buf.dim(int(d) + panels::extra_dims);
-        stored.set_extent(panels::stored_extent(d, extent(p.dims[d]), p.inputs, p.group));
+        if (d > 0 || !defines_first)
+          stored.set_extent(panels::stored_extent(d, extent(p.dims[d]), p.inputs, p.group));
         if (auto est = estimates.find(p.dims[d]); est != estimates.end())
           stored.set_estimate(0, panels::stored_extent(d, est->second, p.inputs, p.group));
       }
@@ -132,9 +133,16 @@ public:
 
   template <class Op, class E> void bind(const tensor<Op, hana::tuple<>, E>& leaf, Halide::Expr value) {
     static_assert(std::is_same_v<Op, op::param>, "bind: scalars bind to param leaves");
-    bind_scalar(leaf.op.name, std::move(value));
+    bind_scalar(describe(leaf), std::move(value));
   }
-  void bind_scalar(const std::string& name, Halide::Expr value) { scalars_[name] = std::move(value); }
+  // A scalar by its description; an extent_param's value is its dimension's extent.
+  void bind_scalar(const argument& leaf, Halide::Expr value) {
+    if (leaf.defines_extent) {
+      if (!extents_.emplace(leaf.name, value).second)
+        throw std::logic_error("bind " + leaf.name + ": an input already defines that dimension's extent");
+    }
+    scalars_[leaf.name] = std::move(value);
+  }
 
   Halide::Var var(const std::string& dim) const { return Halide::Var(dim); }
   Halide::Expr extent(const std::string& dim) const {
@@ -197,14 +205,6 @@ public:
     return w == whole_blocks_.end() ? Halide::Expr(true) : w->second;
   }
   bool has_stage(const std::string& name) const { return stages_.count(name) != 0; }
-  // A strided_input's innermost stride (for a schedule's specialize on 1).
-  bool is_strided(const std::string& input) const { return inner_strides_.count(input) != 0; }
-  Halide::Expr inner_stride(const std::string& input) const {
-    auto s = inner_strides_.find(input);
-    if (s == inner_strides_.end())
-      throw std::logic_error("schedule asks for the stride of '" + input + "', which is not a strided input");
-    return s->second;
-  }
 
   // ---- lowering -----------------------------------------------------------------
 
@@ -268,7 +268,6 @@ private:
   std::map<std::string, Halide::Expr> extents_;
   std::map<std::string, lowered> inputs_;
   std::map<std::string, Halide::Parameter> input_params_;
-  std::map<std::string, Halide::Expr> inner_strides_;
   std::map<std::string, Halide::Expr> scalars_;
   std::map<std::string, lowered> stages_;
   std::map<std::string, Halide::RDom> rdoms_;

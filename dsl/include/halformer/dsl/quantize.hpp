@@ -63,32 +63,22 @@ template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc,
 
 // y = x . W + bias with int8 weights W (w_step: their step per output, W's output
 // dimensions): x quantized per row, the products accumulated exactly in int32,
-// dequantized, the bias added in float32. Unlike linear's float weights (output
-// features innermost), W's leading dimensions are the input features: a weight
-// row is one output's inputs, PyTorch's [out][in] as it is, the dot-product
-// layout that int8 instructions read (pmaddwd sums adjacent pairs, vpdpbusd
-// quads). The features are the dimensions x and W share (d_model; the out
-// projection's d_k and heads), x's rows its others. Stages: <name> (the int32
-// accumulation), <name>_dequantized, <name>_biased; quantizing x here adds
-// <name>_x, <name>_x_step, <name>_x_step_max.
-template <Tensor X, Tensor W> using input_rows_t = decltype(minus(shape_t<X>{}, shape_t<W>{}));
-template <Tensor X, Tensor W>
-using quantized_linear_shape_t = decltype(hana::concat(weight_outputs_t<X, W>{}, input_rows_t<X, W>{}));
+// dequantized, the bias added in float32. W is in the dot-product layout
+// (expr.hpp: linear), which int8 instructions read (pmaddwd sums adjacent
+// pairs, vpdpbusd quads); the features are the dimensions x and W share
+// (d_model; the out projection's d_k and heads), x's rows its others. Stages:
+// <name> (the int32 accumulation), <name>_dequantized, <name>_biased;
+// quantizing x here adds <name>_x, <name>_x_step, <name>_x_step_max.
 
 template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias, class Out>
 auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias, Out out) {
-  using SQ = shape_t<Q>;
-  using SW = shape_t<W>;
-  using Features = decltype(common(SQ{}, SW{}));
-  using Leading = decltype(hana::take_front(SW{}, hana::size_c<rank_v<Features>>));
-  static_assert(rank_v<Features> > 0 && is_permutation_v<Leading, Features> &&
-                    decltype(hana::contains(Features{}, hana::front(SQ{})))::value,
+  static_assert(dot_product_weight_v<Q, W>,
                 "halformer::dsl::quantized_linear: the weight's leading (input) dimensions must be the features it "
                 "shares with the input, and the input's dim 0 one of them");
   static_assert(std::is_same_v<shape_t<S>, input_rows_t<Q, W>>,
                 "halformer::dsl::quantized_linear: the input's step must index its rows (the dimensions the "
                 "weight lacks)");
-  static_assert(is_permutation_v<Out, quantized_linear_shape_t<Q, W>>,
+  static_assert(is_permutation_v<Out, linear_shape_t<Q, W>>,
                 "halformer::dsl::quantized_linear: the result must hold exactly the weight's output dimensions and "
                 "the input's rows");
   static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<Q, W>> && std::is_same_v<shape_t<WS>, shape_t<Bias>>,
@@ -101,7 +91,7 @@ auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias 
 }
 template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias>
 auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias) {
-  using Out = quantized_linear_shape_t<Q, W>;
+  using Out = linear_shape_t<Q, W>;
   return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias), Out{});
 }
 // The same of a float x, quantized here.

@@ -1,10 +1,9 @@
 // The GEMM-shaped stages of the kernels (projections, FFN, logits), described once
 // for every schedule: which Func holds the reduction, which dims are the output
-// feature, the rows and the batch. cpu/gemm.hpp and gpu/gemm.hpp schedule them.
-// This file's code is part of the float32 GEMMs' schedule revisions (cpu_gemm,
-// cpu_ffn in schedules/CMakeLists.txt): any change to it retires their tuned
-// records on every machine, so what only the int8 or bfloat16 schedules need
-// lives in cpu/panels.hpp, cpu/quantized.hpp or the lowering.
+// feature, the rows and the batch. cpu/panels.hpp, cpu/quantized.hpp and
+// gpu/gemm.hpp schedule them. This file's code is part of every GEMM schedule's
+// revision (schedules/CMakeLists.txt): any change to it retires their tuned
+// records on every machine.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -29,11 +28,15 @@ struct gemm_stage {
   Halide::Parameter weights;   // the weight input, where a schedule prefetches it
 };
 
-// q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v".
+// q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v". A
+// float32 linear's stage is its sums (<which>_proj); quantized_linear's and
+// bf16_linear's top stage is <name>_biased, their sums <name>.
 inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
                                                       const std::vector<std::pair<std::string, Halide::Func>>& outs) {
+  const std::string biased = "_biased";
   std::vector<gemm_stage> gs;
-  for (const auto& [stage, out] : outs)
+  for (const auto& [top, out] : outs) {
+    const std::string stage = top.ends_with(biased) ? top.substr(0, top.size() - biased.size()) : top;
     gs.push_back({out,
                   ctx.stage(stage),
                   ctx.var("d_k"),
@@ -45,21 +48,8 @@ inline std::vector<gemm_stage> head_projection_stages(const dsl::lowering& ctx,
                   ctx.extent("t"),
                   ctx.extent("batch"),
                   ctx.extent("heads")});
-  return gs;
-}
-
-// The int8 and bfloat16 head projections (dsl::quantized_linear, dsl::bf16_linear):
-// an output's top stage is <name>_biased, its accumulation <name>.
-inline std::vector<gemm_stage>
-dot_product_head_projection_stages(const dsl::lowering& ctx, std::vector<std::pair<std::string, Halide::Func>> outs) {
-  const std::string suffix = "_biased";
-  for (auto& [stage, out] : outs) {
-    if (!stage.ends_with(suffix))
-      throw std::logic_error("a dot-product projection's output stage '" + stage +
-                             "' is not a quantized_linear's or bf16_linear's");
-    stage.resize(stage.size() - suffix.size());
   }
-  return head_projection_stages(ctx, outs);
+  return gs;
 }
 
 // Merge heads + bias + residual: the reduction runs over (d_k, heads).

@@ -11,8 +11,7 @@
 #include "halformer/schedules/cpu/attention.hpp"
 #include "halformer/schedules/cpu/candidates.hpp"
 #include "halformer/schedules/cpu/embedding.hpp"
-#include "halformer/schedules/cpu/ffn.hpp"
-#include "halformer/schedules/cpu/projections.hpp"
+#include "halformer/schedules/cpu/float32.hpp"
 #include "halformer/schedules/cpu/quantized.hpp"
 #include "halformer/schedules/cpu/rows.hpp"
 #include "halformer/schedules/gpu/attention.hpp"
@@ -92,13 +91,16 @@ inline const std::map<std::string, section_info>& sections(family f) {
   using namespace detail;
   static const std::map<std::string, section_info> cpu_sections{
       {"embedding", {cpu::embedding_knobs(), revisions::cpu_embedding, one<cpu::embedding>}},
-      {"head_projection", {cpu::gemm_knobs(), revisions::cpu_gemm, projections<cpu::head_projection>}},
+      {"head_projection",
+       {cpu::panel_knobs(), revisions::cpu_float32,
+        projections<cpu::dot_product_head_projection<cpu::float32_inputs>>}},
       {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
-      {"out_projection", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::out_projection>}},
-      {"ffn", {cpu::ffn_knobs(), revisions::cpu_ffn, one<cpu::ffn>}},
+      {"out_projection",
+       {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_out_projection<cpu::float32_inputs>>}},
+      {"ffn", {cpu::ffn_knobs(), revisions::cpu_float32, one<cpu::dot_product_ffn<cpu::float32_inputs>>}},
       {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
       {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
-      {"logits", {cpu::gemm_knobs(), revisions::cpu_gemm, one<cpu::logits>}},
+      {"logits", {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_logits<cpu::float32_inputs>>}},
       {"logits_int8", {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_logits<cpu::int8_inputs>>}},
       {"head_projection_int8",
        {cpu::panel_knobs(), revisions::cpu_panels, projections<cpu::dot_product_head_projection<cpu::int8_inputs>>}},

@@ -1,8 +1,11 @@
 // CPU schedule of the embedding: a gather of d_model-wide rows plus sinusoidal
-// positions (rows of a dense table, or of a transposed view in a branch of its own). Memory-bound (one row read and one
-// written per token), so rows are vectorised and each parallel task takes `rows_per_task` tokens. Ids are checked once
-// at root, before any row is read, so an out-of-range id fails the call with a message instead of reading another
-// token's row.
+// positions. Memory-bound (one row read and one written per token), so rows are
+// vectorised and each parallel task takes `rows_per_task` tokens. A float32
+// table lies in panels (dsl/kernels.hpp: the logits' weight), a token's row one
+// float per 64-byte line: its features are gathered, from consecutive lines the
+// hardware prefetchers follow (at d_model 512 a row touches 32 KiB for its 2). Ids are
+// checked once at root, before any row is read, so an out-of-range id fails the
+// call with a message instead of reading another token's row.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -22,10 +25,6 @@ inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::
                       const bucket_scope& in) {
   Halide::Var row("row");
   detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, in, row);
-  // A table of any layout (a transposed view: gathers); dense rows, the usual
-  // case, get their own branch of plain vector loads.
-  if (ctx.is_strided("table"))
-    in(out).specialize(ctx.inner_stride("table") == 1);
   ctx.stage("rows_ids").compute_root();
   // Positions depend on (d_model, t) only: computed once, vectorised, and shared
   // by every batch row, instead of a sin or cos per output element (compare

@@ -294,7 +294,7 @@ void dot_product_head_projection(const dsl::lowering& ctx,
                                  const std::vector<std::pair<std::string, Halide::Func>>& outs,
                                  const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   Inputs::prepare(ctx, Inputs::head_projection_x, target);
-  for (gemm_stage g : dot_product_head_projection_stages(ctx, outs)) {
+  for (gemm_stage g : head_projection_stages(ctx, outs)) {
     const std::string stage = ctx.stage_name(g.acc); // "<which>_proj" reads "w_<which>" (dsl/kernels.hpp)
     g.weights = ctx.input_parameter("w_" + stage.substr(0, stage.find('_')));
     Inputs::gemm(ctx, g, target, k, in);

@@ -1,12 +1,13 @@
-// The GPU schedule every GEMM-shaped stage uses (projections, FFN, logits), after
+// The GPU output tiling every GEMM-shaped stage uses (projections, FFN, logits), after
 // Halide's apps/cuda_mat_mul: one thread block computes a (threads_o x regs_o) x
 // (threads_rows x regs_rows) output tile; each thread owns a regs_o x regs_rows
 // register tile of accumulators for the whole reduction, so every weight and
 // input value it loads feeds regs_rows (resp. regs_o) FMAs.
 //
-// Coalescing: the output feature is the innermost dimension of every weight, so
-// neighbouring threads along o read neighbouring weights; an input value is the
-// same for every thread of a row (a broadcast from L1/the read-only cache).
+// Coalescing: weights lie in panels (dsl/panels.hpp), 16 outputs' values side by
+// side in each 64-byte line, so neighbouring threads along o read neighbouring
+// weights (gpu/quantized.hpp: schedule_panel_gemm); an input value is the same
+// for every thread of a row (a broadcast from L1/the read-only cache).
 //
 // Register budget (defaults 4 x 4 = 16 accumulators + 4 weights + 4 inputs per
 // thread): well below the 64 registers that keep a 256-thread block at full
@@ -46,29 +47,6 @@ inline void tile_gemm_output(const gemm_stage& g, Halide::Stage s, const Halide:
   for (std::size_t i = 1; i < outer.size(); ++i)
     s.fuse(fused, outer[i], blk), fused = blk;
   s.unroll(oreg).unroll(rreg).gpu_blocks(ob, rb, fused).gpu_threads(ot, rt);
-}
-
-inline void schedule_gemm(gemm_stage g, const knob_values& k) {
-  using namespace Halide;
-  Var ot("ot");
-  auto tiled = [&](Stage s, const Var& row) { tile_gemm_output(g, s, row, k); };
-  auto accumulate = [&](Stage pure, Stage update, const Var& row) {
-    pure.unroll(g.o).unroll(row);
-    std::vector<VarOrRVar> order{g.o, row};
-    for (const auto& r : g.r)
-      order.push_back(r);
-    RVar ko("ko"), ki("ki");
-    update.reorder(order).unroll(g.o).unroll(row);
-    if (k["k_unroll"] > 1)
-      update.split(g.r[0], ko, ki, k["k_unroll"], TailStrategy::GuardWithIf).unroll(ki);
-  };
-
-  const Expr decode = g.t_extent == 1;
-  tiled(g.out.specialize(decode), g.batch);
-  tiled(g.out, g.t);
-  g.acc.compute_at(g.out, ot);
-  accumulate(g.acc.specialize(decode), g.acc.update().specialize(decode), g.batch);
-  accumulate(g.acc, g.acc.update(), g.t);
 }
 
 } // namespace halformer::schedules::gpu

@@ -1,6 +1,6 @@
-// GPU schedules of the GEMM-shaped kernels (head_projection, out_projection,
-// logits, FFN): each GEMM gets the block/thread/register tiling of gpu/gemm.hpp;
-// the FFN's weights lie in panels (gpu/quantized.hpp: schedule_panel_gemm).
+// GPU schedules of the float32 GEMM kernels (head_projection, out_projection,
+// logits, FFN): weights in panels, each GEMM the block/thread/register tiling of
+// gpu/gemm.hpp over panels (gpu/quantized.hpp: schedule_panel_gemm).
 // The FFN's hidden layer (d_ff x rows) is computed at root in global memory by its
 // own kernel; `hidden_*` knobs size that GEMM separately (its reduction is d_model
 // long, the second one's d_ff).
@@ -14,15 +14,15 @@ namespace halformer::schedules::gpu {
 inline void head_projection(const dsl::lowering& ctx, const std::vector<std::pair<std::string, Halide::Func>>& outs,
                             const knob_values& k) {
   for (const gemm_stage& g : head_projection_stages(ctx, outs))
-    schedule_gemm(g, k);
+    schedule_panel_gemm(ctx, g, k);
 }
 
 inline void out_projection(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
-  schedule_gemm(out_projection_stage(ctx, out), k);
+  schedule_panel_gemm(ctx, out_projection_stage(ctx, out), k);
 }
 
 inline void logits(const dsl::lowering& ctx, Halide::Func out, const knob_values& k) {
-  schedule_gemm(logits_stage(ctx, out), k);
+  schedule_panel_gemm(ctx, logits_stage(ctx, out), k);
 }
 
 inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(gemm_knobs()); }

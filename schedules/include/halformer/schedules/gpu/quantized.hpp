@@ -40,7 +40,7 @@ inline void quantized_head_projection(const dsl::lowering& ctx,
                                       const std::vector<std::pair<std::string, Halide::Func>>& outs,
                                       const knob_values& k) {
   quantized_input(ctx, "x_quantized");
-  for (const gemm_stage& g : dot_product_head_projection_stages(ctx, outs))
+  for (const gemm_stage& g : head_projection_stages(ctx, outs))
     schedule_panel_gemm(ctx, g, k);
 }
 
