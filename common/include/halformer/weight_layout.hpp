@@ -1,14 +1,16 @@
-// How a GEMM weight lies in memory, one definition for the runtime (which loads
-// models so) and the measuring problems (so that tuning, `compare` and the kernel
-// benchmarks time the layout models run with).
+// How a weight in rows lies in memory (the bfloat16 GEMM weights and the int8
+// embedding tables; float32 and int8 GEMM weights lie in panels, dsl/panels.hpp),
+// one definition for the runtime (which loads models so) and the measuring
+// problems (so that tuning, `compare` and the kernel benchmarks time the layout
+// models run with).
 //
-// A weight's rows (one reduction index each: the output features, innermost) lie
-// one row stride apart. When that stride is a multiple of 1 KiB (d_model 512,
-// d_ff 2048, vocab 32000), the rows a register tile reads in turn share a few L1
-// sets (the set repeats every 4 KiB), and a chunk of them evicts itself: a
-// Transformer-base ffn at 128 rows took 6.2 ms, and 4.8 ms at d_model 528, d_ff
-// 2064 (Zen 3, 2 threads). Such rows get at least one cache line (16 floats) of
-// padding, which spreads them over every set; kernels take any row stride.
+// A weight's rows (one output's inputs each, in the dot-product layout) lie one
+// row stride apart. When that stride is a multiple of 1 KiB (d_model 512, d_ff
+// 2048), the rows a register tile reads in turn share a few L1 sets (the set
+// repeats every 4 KiB), and a chunk of them evicts itself: a Transformer-base
+// ffn at 128 rows took 6.2 ms, and 4.8 ms at d_model 528, d_ff 2064 (Zen 3, 2
+// threads, when float32 weights lay in rows). Such rows get at least one cache
+// line of padding, which spreads them over every set; kernels take any row stride.
 #pragma once
 
 #include <HalideBuffer.h>
@@ -18,8 +20,8 @@
 namespace halformer {
 
 // A weight of extents `dims` (innermost first) whose rows are its first `row_dims`
-// dims, padded as above by growing the last of them (a head projection's rows are
-// heads x d_k: one head more). int8 weights get the same 64 bytes.
+// dims, padded as above by growing the last of them. Any element type gets the
+// same 64 bytes.
 template <class T = float> Halide::Runtime::Buffer<T> gemm_weight(const std::vector<int>& dims, int row_dims) {
   constexpr int line = 64 / int(sizeof(T)); // elements per cache line
   int inner = 1;                            // elements per step of the row's last dim
