@@ -306,7 +306,7 @@ std::vector<std::string> problem_kernels() {
 // heads: groups of heads and a partial one); widths that are not multiples of
 // any vector width, and d_k 64 and 32 (attention has branches of its own for
 // them); batch 3, 5, 7 and 9 reach decode tiles of fewer rows than the knobs'
-// and tails shifted inwards (cpu/panels.hpp panel_tile_rows), outputs of 7-47
+// and tails shifted inwards (cpu/panels.hpp tile_height_suits), outputs of 7-47
 // features partial panels and panel groups, prefill of 19-37 and 150 rows
 // partial row tiles.
 const std::vector<std::string>& test_shapes(const std::string& kernel) {
