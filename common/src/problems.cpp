@@ -21,12 +21,13 @@ fb fill_random(fb b, float scale) {
   b.for_each_value([&](float& v) { v = n(rng); });
   return b;
 }
-} // namespace
-
-fb random(std::vector<int> shape, float scale) { return fill_random(fb(shape), scale); }
+// A weight in rows laid out as the runtime lays them out (halformer/weight_layout.hpp).
 fb random_weight(std::vector<int> shape, int row_dims, float scale) {
   return fill_random(gemm_weight(shape, row_dims), scale);
 }
+} // namespace
+
+fb random(std::vector<int> shape, float scale) { return fill_random(fb(shape), scale); }
 i8b random_int8_weight(std::vector<int> shape, int row_dims) {
   i8b b = gemm_weight<int8_t>(shape, row_dims);
   std::uniform_int_distribution<int> v(-127, 127);

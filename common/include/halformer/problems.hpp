@@ -30,9 +30,8 @@ using bf16b = Buffer<uint16_t>;
 extern std::mt19937 rng;
 
 fb random(std::vector<int> shape, float scale);
-// A weight in rows laid out as the runtime lays them out (halformer/weight_layout.hpp).
-fb random_weight(std::vector<int> shape, int row_dims, float scale);
-// An int8 GEMM weight, uniform in [-127, 127], laid out the same way.
+// An int8 GEMM weight, uniform in [-127, 127], laid out in rows as the runtime
+// lays them out (halformer/weight_layout.hpp).
 i8b random_int8_weight(std::vector<int> shape, int row_dims);
 // A bfloat16 GEMM weight of normal values (deviation `scale`) rounded to bfloat16,
 // laid out the same way.
