@@ -64,3 +64,13 @@ TEST_CASE("rows take the tallest height that recomputes at most an eighth of the
           CHECK(((rows + taller - 1) / taller * taller - rows) * 8 > std::max(rows, 8));
     }
 }
+
+TEST_CASE("a one-row decode tile takes the most panels of the group its registers allow", "[panels]") {
+  CHECK(panel_widest_row_tile(1, avx2, panel_sums_kind::floats) == 4);   // 8 ymm accumulators + 1 broadcast
+  CHECK(panel_widest_row_tile(2, avx512, panel_sums_kind::floats) == 4); // 4 zmm + 1
+  CHECK(panel_widest_row_tile(2, avx512, panel_sums_kind::quads) == 4);  // vpdpbusd: weights from memory
+  CHECK(panel_widest_row_tile(1, avx2, panel_sums_kind::pairs) == 1);    // 2 panels: 8 + 8 widened weights + 1 > 16
+  CHECK(panel_widest_row_tile(2, avx512, panel_sums_kind::pairs) == 4);  // 8 + 8 + 1 of 32 zmm
+  CHECK(panel_widest_row_tile(1, sse41, panel_sums_kind::floats) == 2);  // 4 panels: 16 xmm + 1 > 16
+  CHECK(panel_widest_row_tile(4, avx2, panel_sums_kind::pairs) == 4);    // never fewer than the knobs' panels
+}

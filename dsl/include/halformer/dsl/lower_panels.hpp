@@ -49,7 +49,11 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   std::map<std::string, Expr> at_x{{inputs[0], w.group * rd[1] + member}};
   for (std::size_t i = 1; i < inputs.size(); ++i)
     at_w.push_back(rd[int(i) + 1]), at_x[inputs[i]] = rd[int(i) + 1];
-  at_w.push_back(panel);
+  // Clamped to the stored panels: a tile's sums are computed for whole tiles
+  // (schedules/cpu/panels.hpp rounds them up), which stay inside the padding;
+  // the clamp tells bounds inference so, whose interval arithmetic cannot.
+  const Expr stored_panels = panels::stored_extent(std::size_t(w.inputs), extent(out0), w.inputs, w.group);
+  at_w.push_back(Halide::min(panel, stored_panels - 1));
   for (std::size_t d = std::size_t(w.inputs) + 1; d < w.dims.size(); ++d)
     at_w.push_back(var(w.dims[d]));
   for (const auto& d : rest)

@@ -18,7 +18,9 @@
 //   tile), so a (panel, row) takes twice the quads' registers (four ymm on
 //   AVX2), and the weights are widened to int16 once per step for all rows.
 // The tile's rows shrink until its registers fit (accumulators + weights + one
-// broadcast), so the knobs mean the same on every ISA. The epilogue (dequantize,
+// broadcast), so the knobs mean the same on every ISA. A decode step of one row
+// takes the widest tile its registers allow instead (panel_widest_row_tile:
+// AVX2 floats 4 panels x 1 row). The epilogue (dequantize,
 // bias, activation, residual) runs on whole 16-lane vectors of outputs.
 // The float32 sums of every tile shape add one output's products in the same
 // order (the inputs in turn), so a row's result does not depend on its batch.
@@ -62,22 +64,40 @@ inline int panel_registers(const Halide::Target& target, panel_sums_kind kind) {
   return kind == panel_sums_kind::pairs ? 2 * per_panel : per_panel;
 }
 
+inline int vector_registers(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512) ? 32 : 16;
+}
+
 // The tallest register tile the knobs allow: their rows, halved until the
 // tile fits the registers (accumulators + weights + one broadcast).
 inline int panel_tallest_tile(int panels, int rows, const Halide::Target& target, panel_sums_kind kind) {
-  const int registers = target.has_feature(Halide::Target::AVX512) ? 32 : 16;
   const int v = panel_registers(target, kind);
-  while (rows > 1 && (rows + 1) * panels * v + 1 > registers)
+  while (rows > 1 && (rows + 1) * panels * v + 1 > vector_registers(target))
     rows = rows / 2;
   return rows;
+}
+
+// The panels of a decode step's one-row tile: the most of the weights' panel
+// group that fit the registers, at least the knobs' panels. One row shares no
+// weights between rows, so it runs at the memory's speed if enough loads are in
+// flight: a wider tile issues more per reduction step (Zen 4, 2 threads, harness
+// medians of 7 interleaved rounds, 2 -> 4 panels: logits at batch 1 2.30 ->
+// 2.03 ms, out projection 0.039 -> 0.034; at batch 8 the 2 x 8 tile stays
+// faster, 0.054 against 0.064). Each weight vector feeds one product, so float
+// and quad weights are memory operands of their FMA or vpdpbusd and take no
+// register; pairs widen theirs into registers first.
+inline int panel_widest_row_tile(int panels, const Halide::Target& target, panel_sums_kind kind) {
+  const int v = panel_registers(target, kind), weights = kind == panel_sums_kind::pairs ? v : 0;
+  for (int wide = dsl::panels::panel_group; wide > panels; wide /= 2)
+    if (wide * (v + weights) + 1 <= vector_registers(target))
+      return wide;
+  return panels;
 }
 
 // The tile heights a schedule has branches for, tallest first: the tallest,
 // then each of 8, 6, 4, 3, 2 and 1 below it. Each is a branch taken where the
 // call's rows (the batch in a decode step, t in prefill) suit it
-// (tile_height_suits). Every tile has the knobs' panels: the sums' panel extent
-// is bounded to it (a constant, for the unrolled tile), which the weights'
-// padding to whole panel groups keeps in bounds.
+// (tile_height_suits).
 inline std::vector<int> panel_tile_heights(int tallest) {
   std::vector<int> heights{tallest};
   for (int rows : {8, 6, 4, 3, 2, 1})
@@ -183,10 +203,14 @@ inline void prefetch_next_tiles(Halide::Stage reduction, const gemm_stage& g, co
 // The sums of one tile: lanes across the vector, the tile's panels and rows
 // unrolled around each step of the reduction (member, group, other inputs);
 // `name` and `r`: the GEMM's stage and reduction, which panel_gemm looked up.
+// The tile's panels are the branch's: the sums' panels split by them, rounded
+// up (a constant, for the unrolled tile; the split's outer loop outermost, once
+// per tile), which the weights' padding to whole panel groups keeps in bounds
+// where the output's last tile is partial.
 inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std::string& name, const Halide::RDom& r,
                        const panel_tile& p, const Halide::Expr& condition, panel_sums_kind kind, int prefetch_tiles) {
   using namespace Halide;
-  const Var lane("lane"), panel("panel"), pair("pair"), rows = p.decode ? g.batch : g.t;
+  const Var lane("lane"), panel("panel"), pair("pair"), tiles("tiles"), rows = p.decode ? g.batch : g.t;
   Func sums = ctx.stage(name + "_panels");
   std::vector<VarOrRVar> order{r[0]};
   if (kind == panel_sums_kind::pairs)
@@ -194,9 +218,11 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
   order.insert(order.end(), {lane, panel, rows});
   for (int i = 1; i < r.dimensions(); ++i)
     order.push_back(r[i]);
+  order.push_back(tiles);
+  const auto tile_of = [&](Stage st) { return st.split(panel, tiles, panel, p.panels, TailStrategy::RoundUp); };
   const auto tile = [&](Stage pure, Stage update) {
-    pure.vectorize(lane).unroll(panel).unroll(rows);
-    update.reorder(order);
+    tile_of(pure).reorder(lane, panel, rows, tiles).vectorize(lane).unroll(panel).unroll(rows);
+    tile_of(update).reorder(order);
     if (kind != panel_sums_kind::floats) // a float group is one input: nothing to sum across
       update.atomic().vectorize(r[0]);
     update.vectorize(lane).unroll(panel).unroll(rows);
@@ -211,14 +237,14 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
     return;
   }
   Func pairs = ctx.stage(name + "_pairs");
-  in(sums).vectorize(lane).unroll(panel).unroll(rows);
+  tile_of(in(sums)).reorder(lane, panel, rows, tiles).vectorize(lane).unroll(panel).unroll(rows);
   Stage pure = in(pairs);
   pure.vectorize(pair);
   tile(pure, in(pairs.update()));
 }
 
 // The GEMM `g` over panels: a branch per register tile, decode steps and
-// prefill apart, the general one (one panel, one row) last.
+// prefill apart, the general one (one row) last.
 inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Target& target, const knob_values& k,
                        const bucket_scope& in) {
   using namespace Halide;
@@ -235,16 +261,21 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   std::vector<std::pair<panel_tile, Expr>> branches;
   const int tallest = panel_tallest_tile(panels, k["tile_rows"], target, kind);
   for (int rows : panel_tile_heights(tallest))
-    branches.push_back({{panels, rows, true}, decode && tile_height_suits(g.batch_extent, rows)});
+    if (rows > 1)
+      branches.push_back({{panels, rows, true}, decode && tile_height_suits(g.batch_extent, rows)});
+  branches.push_back({{panel_widest_row_tile(panels, target, kind), 1, true}, decode});
   for (int rows : panel_tile_heights(tallest))
     if (rows > 1) // one row: the general branch
       branches.push_back({{panels, rows, false}, !decode && tile_height_suits(g.t_extent, rows)});
   for (const auto& [p, condition] : branches)
     panel_output(g, g.out.specialize(condition), p, r, k);
   panel_output(g, g.out, {panels, 1, false}, r, k);
-  sums.compute_at(g.out, Var("tile")).bound_extent(Var("lane"), dsl::panels::lanes).bound_extent(Var("panel"), panels);
+  // Storage for the widest tile: constant strides, so the accumulators stay in registers.
+  sums.compute_at(g.out, Var("tile"))
+      .bound_extent(Var("lane"), dsl::panels::lanes)
+      .bound_storage(Var("panel"), dsl::panels::panel_group);
   if (kind == panel_sums_kind::pairs)
-    ctx.stage(name + "_pairs").compute_at(g.out, Var("tile"));
+    ctx.stage(name + "_pairs").compute_at(g.out, Var("tile")).bound_storage(Var("panel"), dsl::panels::panel_group);
   for (const auto& [p, condition] : branches)
     panel_sums(ctx, g, name, r, p, condition, kind, k["tile_prefetch"]);
   panel_sums(ctx, g, name, r, {panels, 1, false}, Expr(), kind, 0);
