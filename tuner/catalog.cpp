@@ -86,6 +86,8 @@ catalog catalog::from_json_files(const std::string& kernels_json, const std::str
           out[section].emplace_back(k.at("name"), k.at("allowed").get<std::vector<int>>());
           if (cpu && k.value("algorithm", false))
             c.algorithm_knobs[section].insert(k.at("name").get<std::string>());
+          if (cpu)
+            c.knob_phases[section][k.at("name")] = phase_named(k.value("phase", "any"));
         }
   };
   read_spaces(spaces, c.spaces, c.revisions, true);
@@ -139,6 +141,23 @@ const knob_space& space_for(const catalog& c, const kernel_info& k, const std::s
   if (s == spaces.end())
     throw error("no knob space for " + k.knob_section + (is_gpu(isa) ? " (GPU)" : ""));
   return s->second;
+}
+
+knob_space space_at(const catalog& c, const kernel_info& k, const std::string& isa, const std::string& shape) {
+  knob_space at;
+  const std::string bucket = bucket_of(shape);
+  for (const auto& [name, values] : space_for(c, k, isa))
+    if (is_gpu(isa) || phase_covers(phase_of(c.knob_phases, k.knob_section, name), bucket))
+      at.emplace_back(name, values);
+  return at;
+}
+
+knob_set restricted_to(const knob_set& knobs, const knob_space& space) {
+  knob_set kept;
+  for (const auto& [name, values] : space)
+    if (const auto v = knobs.find(name); v != knobs.end())
+      kept.insert(*v);
+  return kept;
 }
 
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa) {

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
                   stale.front().c_str(), stale.size() > 1 ? " and more" : "");
     }
     const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
-                                cat.bucket_plans(), cat.algorithm_knobs);
+                                cat.bucket_plans(), cat.algorithm_knobs, cat.knob_phases);
     if (!r.retired.empty())
       std::printf("schedules: warning: this hardware's tuned records of %s were measured with earlier revisions of "
                   "their schedules (their source files have changed since), so the build runs their hand defaults; "

@@ -166,64 +166,114 @@ void choose_algorithms(nlohmann::json& knobs, const std::vector<record>& records
   }
 }
 
-// Section-level values: the record at the section's first primary shape that has
-// one; the knobs only decode steps run (a panel GEMM's prefetch distance and task
-// size, cpu/panels.hpp), which a prefill record holds unmeasured, from the first
-// decode shape's record (batch > 1: the rows a decode step's prefetch serves),
-// else a one-row decode shape's.
+// Section-level values, each knob from a record measured where it changes the
+// calls (knob_phase): the record at the section's first primary shape that has
+// one gives the knobs of that shape's phase; the knobs of the other phase, which
+// that record never ran (a panel GEMM's decode tile and prefetch at the FFN's
+// prefill shape), come from the first shape of their phase with a record that
+// holds them: for decode steps a batch's (the rows a decode tile and its
+// prefetch serve), else one row's.
 // Only records measured with the section's algorithm values (choose_algorithms).
-bool decode_step_knob(const std::string& name) {
-  const std::string n = name.rfind("hidden_", 0) == 0 ? name.substr(7) : name;
-  return n == "tile_prefetch" || n == "decode_task_kib";
+struct phase_source {
+  const record* r = nullptr;
+  std::string where;
+};
+
+std::vector<std::string> buckets_serving(knob_phase p) {
+  return p == knob_phase::prefill ? std::vector<std::string>{"prefill"} : std::vector<std::string>{"decode", "decode1"};
 }
+
+class section_adoption {
+public:
+  section_adoption(const std::string& section, const std::string& isa, const nlohmann::json& values,
+                   const std::vector<record>& records, const std::vector<preset_entry>& shapes, const usable_at& usable,
+                   const std::map<std::string, std::set<std::string>>& algorithm_knobs, const section_phases& phases)
+      : section_(section), isa_(isa), values_(values), records_(records), shapes_(shapes), usable_(usable),
+        algorithm_knobs_(algorithm_knobs), phases_(phases) {}
+
+  knob_phase phase(const std::string& knob) const { return phase_of(phases_, section_, knob); }
+
+  // The record at the first primary shape that has one, and that shape's bucket.
+  std::pair<phase_source, std::string> primary() const {
+    for (const auto& e : shapes_)
+      if (e.primary)
+        if (const record* r = pick_tuned(records_, [&](const record& x) { return ok(x, e); }))
+          return {{r, e.kernel + " " + e.shape}, bucket_of(e.shape)};
+    return {};
+  }
+  // The record of the first shape of phase `p` that holds one of its knobs.
+  phase_source of_phase(knob_phase p) const {
+    for (const auto& bucket : buckets_serving(p))
+      for (const auto& e : shapes_)
+        if (bucket_of(e.shape) == bucket)
+          if (const record* r = pick_tuned(records_, [&](const record& x) { return ok(x, e) && holds(x, p); }))
+            return {r, e.kernel + " " + e.shape};
+    return {};
+  }
+  bool declares(knob_phase p) const {
+    for (const auto& [name, v] : values_.items())
+      if (name[0] != '_' && phase(name) == p)
+        return true;
+    return false;
+  }
+
+private:
+  bool ok(const record& r, const preset_entry& e) const {
+    return usable_(r, section_, isa_, e.kernel, e.shape) &&
+           (!algorithm_knobs_.count(section_) || measured_with(r, algorithm_knobs_.at(section_), values_));
+  }
+  bool holds(const record& r, knob_phase p) const {
+    return std::any_of(r.knobs.begin(), r.knobs.end(), [&](const auto& kv) { return phase(kv.first) == p; });
+  }
+  const std::string &section_, &isa_;
+  const nlohmann::json& values_;
+  const std::vector<record>& records_;
+  const std::vector<preset_entry>& shapes_;
+  const usable_at& usable_;
+  const std::map<std::string, std::set<std::string>>& algorithm_knobs_;
+  const section_phases& phases_;
+};
+
 void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& records,
                            const std::vector<preset_entry>& shapes, const usable_at& usable,
-                           const std::map<std::string, std::set<std::string>>& algorithm_knobs, export_report& report) {
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs,
+                           const section_phases& phases, export_report& report) {
   for (auto& [section, isas] : knobs.items()) {
     if (section[0] == '_')
       continue;
     for (auto& [isa, values] : isas.items()) {
-      const record *best = nullptr, *decode = nullptr;
-      std::string where, decode_where;
-      for (const std::string bucket : {"decode", "decode1"})
-        for (const auto& e : shapes) {
-          const auto ok = [&](const record& r) {
-            return usable(r, section, isa, e.kernel, e.shape) &&
-                   (!algorithm_knobs.count(section) || measured_with(r, algorithm_knobs.at(section), values));
-          };
-          if (bucket == "decode" && e.primary && !best && (best = pick_tuned(records, ok)))
-            where = e.kernel + " " + e.shape;
-          if (bucket_of(e.shape) == bucket && !decode &&
-              (decode = pick_tuned(records, [&](const record& r) {
-                 return ok(r) && std::any_of(r.knobs.begin(), r.knobs.end(),
-                                             [&](const auto& kv) { return decode_step_knob(kv.first); });
-               })))
-            decode_where = e.kernel + " " + e.shape;
-        }
-      if (!best && !decode) {
-        report.defaulted.push_back(section + "." + isa);
-        continue;
-      }
+      const section_adoption in(section, isa, values, records, shapes, usable, algorithm_knobs, phases);
       std::string why = "tuned on this machine:";
+      bool adopted = false;
       // Only knobs the section still has: a record may hold one a schedule has
       // since dropped (its code unchanged otherwise).
-      if (decode == best) // a decode shape is the primary one
-        decode = nullptr;
-      if (best) {
-        for (const auto& [name, v] : best->knobs)
-          if (values.contains(name) && (!decode_step_knob(name) || !decode))
+      const auto adopt = [&](const phase_source& s, const auto& takes, const std::string& label) {
+        for (const auto& [name, v] : s.r->knobs)
+          if (values.contains(name) && takes(in.phase(name)))
             values[name] = v;
-        why += " " + where + ", " + ms(best->median_ms) + " (" + best->when + ")";
-        report.tuned.push_back(section + "." + isa + " (" + where + ": " + ms(best->median_ms) + ")");
+        why += std::string(adopted ? "; " : " ") + (label.empty() ? "" : label + " knobs: ") + s.where + ", " +
+               ms(s.r->median_ms) + " (" + s.r->when + ")";
+        report.tuned.push_back(section + "." + isa + (label.empty() ? "" : " " + label) + " (" + s.where + ": " +
+                               ms(s.r->median_ms) + ")");
+        adopted = true;
+      };
+      const auto primary_at = in.primary();
+      const phase_source& primary = primary_at.first;
+      const std::string& bucket = primary_at.second;
+      if (primary.r)
+        adopt(
+            primary, [&](knob_phase p) { return phase_covers(p, bucket); }, "");
+      for (knob_phase p : {knob_phase::decode, knob_phase::prefill}) {
+        if ((primary.r && phase_covers(p, bucket)) || !in.declares(p))
+          continue;
+        if (const phase_source s = in.of_phase(p); s.r)
+          adopt(
+              s, [&](knob_phase q) { return q == p; }, p == knob_phase::decode ? "decode-step" : "prefill");
       }
-      if (decode) {
-        for (const auto& [name, v] : decode->knobs)
-          if (values.contains(name) && decode_step_knob(name))
-            values[name] = v;
-        why += "; decode-step knobs: " + decode_where + ", " + ms(decode->median_ms);
-        report.tuned.push_back(section + "." + isa + " decode (" + decode_where + ": " + ms(decode->median_ms) + ")");
-      }
-      values["_why"] = why;
+      if (!adopted)
+        report.defaulted.push_back(section + "." + isa);
+      else
+        values["_why"] = why;
     }
   }
 }
@@ -285,7 +335,8 @@ void write_if_changed(const std::string& out_file, const std::string& text) {
 export_report export_knobs(const std::string& base_knob_file, const database& db, const hardware& hw,
                            const std::vector<preset_entry>& shapes, const std::string& out_file,
                            const std::map<std::string, int>& revisions, const std::map<std::string, bucket_plan>& plans,
-                           const std::map<std::string, std::set<std::string>>& algorithm_knobs) {
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs,
+                           const section_phases& phases) {
   std::ifstream in(base_knob_file);
   if (!in)
     throw error("cannot open " + base_knob_file);
@@ -294,7 +345,7 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
   const usable_at usable{hw, revisions};
   export_report report;
   choose_algorithms(knobs, records, shapes, usable, plans, algorithm_knobs, report);
-  adopt_section_records(knobs, records, shapes, usable, algorithm_knobs, report);
+  adopt_section_records(knobs, records, shapes, usable, algorithm_knobs, phases, report);
   report.retired = retired_sections(records, usable);
 
   nlohmann::json buckets = knobs.value("_buckets", nlohmann::json::object());

@@ -2,8 +2,10 @@
 // (the hand defaults, or this hardware's earlier knob file) and this machine's
 // records in the schedule database:
 // - each (knob section, ISA) takes the tuned record (database.hpp: pick_tuned) at
-//   the section's first primary shape that has one, its decode GEMV knobs from the
-//   one-row decode shape's; these serve every kernel of the section;
+//   the section's first primary shape that has one, for the knobs that change
+//   its calls there, and the knobs of the other phase (prefill or decode steps,
+//   knob_phase) from the first shape of that phase that has one; these serve
+//   every kernel of the section;
 // - each kernel x shape bucket it runs in (kernels.json) takes the tuned record at
 //   the first of `shapes` in that bucket, under "_buckets" (schedules/buckets.hpp:
 //   each distinct set is a specialize() branch); one without keeps the base's.
@@ -18,6 +20,8 @@
 #include "database.hpp"
 #include "hardware.hpp"
 #include "presets.hpp"
+
+#include "halformer/shape_buckets.hpp"
 
 #include <map>
 #include <set>
@@ -36,6 +40,17 @@ struct export_report {
   std::vector<std::string> retired;
 };
 
+// Per knob section, the phase of each knob (knob_spaces.json); a knob not
+// listed changes every call.
+using section_phases = std::map<std::string, std::map<std::string, knob_phase>>;
+inline knob_phase phase_of(const section_phases& phases, const std::string& section, const std::string& knob) {
+  const auto s = phases.find(section);
+  if (s == phases.end())
+    return knob_phase::any;
+  const auto k = s->second.find(knob);
+  return k == s->second.end() ? knob_phase::any : k->second;
+}
+
 // The shape buckets a kernel has knob sets for, and its knob section.
 struct bucket_plan {
   std::string section;
@@ -49,11 +64,13 @@ struct bucket_plan {
 // every shape.
 // `revisions`: each knob section's current schedule revision; records measured with
 // another revision are ignored (a missing section counts as revision 1).
-// `algorithm_knobs`: per knob section, the knobs that shape the algorithm.
+// `algorithm_knobs`: per knob section, the knobs that shape the algorithm;
+// `phases`: the calls each knob changes.
 export_report export_knobs(const std::string& base_knob_file, const database& db, const hardware& hw,
                            const std::vector<preset_entry>& shapes, const std::string& out_file,
                            const std::map<std::string, int>& revisions,
                            const std::map<std::string, bucket_plan>& plans = {},
-                           const std::map<std::string, std::set<std::string>>& algorithm_knobs = {});
+                           const std::map<std::string, std::set<std::string>>& algorithm_knobs = {},
+                           const section_phases& phases = {});
 
 } // namespace halformer::tuner

@@ -228,7 +228,7 @@ void confirm(const toolchain& t, const kernel_info& k, tune_options o, const dat
 tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
                  const database& db, const hardware& hw) {
   const kernel_info k = kernel_for(c, kernel_name, o.isa);
-  const knob_space& space = space_for(c, k, o.isa);
+  const knob_space space = space_at(c, k, o.isa, o.shape);
   const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
   search s(space, o);
   // Resume: every record of this kernel, shape, target and machine counts as
@@ -240,8 +240,9 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
       s.seen[r.knobs] = r;
 
   tune_result result;
-  // The baseline is the set a build runs at this shape: its bucket's hand set.
-  const knob_set defaults = hand_knobs_at(t, k, o.shape, o.isa);
+  // The baseline is the set a build runs at this shape: its bucket's hand set
+  // (the knobs this shape's calls do not run keep the knob file's values).
+  const knob_set defaults = restricted_to(hand_knobs_at(t, k, o.shape, o.isa), space);
   std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
   if (s.seen.empty() && !is_gpu(o.isa))
     for (const auto& seed : seeds_from_similar_hardware(records, k, o.shape, target, hw_key, space, 3)) {

@@ -55,6 +55,7 @@ struct catalog {
   std::map<std::string, int> gpu_revisions;
   const kernel_info& kernel(const std::string& name) const;
   std::map<std::string, std::set<std::string>> algorithm_knobs; // by knob section (CPU schedules)
+  section_phases knob_phases;                                   // by knob section (CPU schedules)
   std::map<std::string, bucket_plan> bucket_plans() const;      // kernels with shape buckets
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };
@@ -103,6 +104,11 @@ bool measured_with_current_schedule(const catalog& c, const record& r);
 kernel_info kernel_for(const catalog& c, const std::string& name, const std::string& isa);
 // The knob space of a kernel's schedule for `isa`.
 const knob_space& space_for(const catalog& c, const kernel_info& k, const std::string& isa);
+// The knobs of that space that change the kernel's calls at `shape` (knob_phase):
+// what a search at `shape` varies; the others keep the knob file's values.
+knob_space space_at(const catalog& c, const kernel_info& k, const std::string& isa, const std::string& shape);
+// `knobs` without those outside `space`.
+knob_set restricted_to(const knob_set& knobs, const knob_space& space);
 // A knob section's hand values for `isa` (the section alone, whatever the shape).
 knob_set default_knobs(const toolchain& t, const std::string& section, const std::string& isa);
 // The hand knob set the kernel runs at `shape`: its shape bucket's set in the hand

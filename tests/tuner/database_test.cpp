@@ -249,41 +249,81 @@ TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "
   CHECK_THROWS_WITH(db.load(), Catch::Contains("schedules.jsonl line 3: invalid JSON"));
 }
 
-TEST_CASE("a schedule's decode-step knobs come from the decode record, the rest from prefill", "[tuner][database]") {
+TEST_CASE("each knob comes from a record of the phase it changes: decode steps' from the decode record",
+          "[tuner][database]") {
   temp_dir work("branch");
   database db(work.path);
   const auto hw = this_machine();
+  const auto c = real_catalog();
+  CHECK(phase_of(c.knob_phases, "ffn", "hidden_decode_tile_rows") == halformer::knob_phase::decode);
+  CHECK(phase_of(c.knob_phases, "ffn", "tile_rows") == halformer::knob_phase::prefill);
+  CHECK(phase_of(c.knob_phases, "layernorm", "rows_per_task") == halformer::knob_phase::any);
   record prefill; // the FFN's primary shape is prefill: its decode-step knobs never ran there
   prefill.kernel = "ffn_relu", prefill.knob_section = "ffn", prefill.target = target_of_isa("avx512");
   prefill.shape = canonical_shape("d_model=512,d_ff=2048,t=128,batch=8"), prefill.status = "ok";
   prefill.hardware = hw.key(), prefill.median_ms = 3.0, prefill.schedule_revision = 2;
-  prefill.knobs = {
-      {"tile_panels", 2},      {"tile_rows", 4},        {"tiles_per_task", 8},       {"tile_prefetch", 0},
-      {"decode_task_kib", 16}, {"hidden_tile_rows", 6}, {"hidden_tile_prefetch", 0}, {"hidden_decode_task_kib", 16}};
+  // As an older search wrote them: every knob, also those its shape never ran.
+  prefill.knobs = {{"tile_panels", 2},
+                   {"tile_rows", 4},
+                   {"tiles_per_task", 8},
+                   {"tile_prefetch", 0},
+                   {"decode_task_kib", 16},
+                   {"decode_tile_rows", 3},
+                   {"hidden_tile_rows", 6},
+                   {"hidden_tile_prefetch", 0},
+                   {"hidden_decode_task_kib", 16}};
   record decode1 = prefill; // one row, then several: the decode-step knobs come from the batch's record
   decode1.shape = canonical_shape("d_model=512,d_ff=2048,t=1,batch=1"), decode1.median_ms = 0.3;
-  decode1.knobs = {
-      {"tile_panels", 1},      {"tile_rows", 1},        {"tiles_per_task", 1},       {"tile_prefetch", 1},
-      {"decode_task_kib", 64}, {"hidden_tile_rows", 1}, {"hidden_tile_prefetch", 1}, {"hidden_decode_task_kib", 64}};
+  decode1.knobs = {{"decode_tile_panels", 1}, {"decode_tile_rows", 1},     {"tile_prefetch", 1},
+                   {"decode_task_kib", 64},   {"hidden_tile_prefetch", 1}, {"hidden_decode_task_kib", 64}};
   record decode = decode1;
   decode.shape = canonical_shape("d_model=512,d_ff=2048,t=1,batch=8"), decode.median_ms = 0.5;
-  decode.knobs["tile_prefetch"] = 4, decode.knobs["decode_task_kib"] = 512,
-  decode.knobs["hidden_decode_task_kib"] = 256;
+  decode.knobs["tile_prefetch"] = 4, decode.knobs["decode_task_kib"] = 512, decode.knobs["decode_tile_rows"] = 6,
+  decode.knobs["decode_tile_panels"] = 4, decode.knobs["hidden_decode_task_kib"] = 256;
+  decode.knobs["tile_rows"] = 12; // a prefill knob at a decode shape is not adopted from there
   for (const auto& r : {prefill, decode1, decode})
     db.append(r);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
-  const auto report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"ffn", 2}});
+  const auto report = export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"ffn", 2}},
+                                   {}, {}, c.knob_phases);
   CHECK(report.tuned.size() == 2);
   std::ifstream in(work.path + "/k.json");
   const auto j = nlohmann::json::parse(in)["ffn"]["avx512"];
   CHECK(j["tile_rows"] == 4); // the primary (prefill) record
   CHECK(j["tile_panels"] == 2);
   CHECK(j["hidden_tile_rows"] == 6);
-  CHECK(j["tile_prefetch"] == 4); // the batch-8 decode record
+  CHECK(j["decode_tile_rows"] == 6); // the batch-8 decode record, not the prefill one's 3
+  CHECK(j["decode_tile_panels"] == 4);
+  CHECK(j["tile_prefetch"] == 4);
   CHECK(j["decode_task_kib"] == 512);
   CHECK(j["hidden_decode_task_kib"] == 256);
   CHECK(j["hidden_tile_prefetch"] == 1);
   CHECK_THAT(j["_why"].get<std::string>(), Catch::Contains("decode-step knobs: ffn_relu"));
+}
+
+TEST_CASE("a search varies only the knobs its shape's calls run", "[tuner]") {
+  const auto c = real_catalog();
+  const kernel_info& k = c.kernel("ffn_relu");
+  const auto names = [](const knob_space& s) {
+    std::set<std::string> n;
+    for (const auto& [name, values] : s)
+      n.insert(name);
+    return n;
+  };
+  const auto decode = names(space_at(c, k, "avx2", canonical_shape("d_model=512,d_ff=2048,t=1,batch=8")));
+  const auto prefill = names(space_at(c, k, "avx2", canonical_shape("d_model=512,d_ff=2048,t=128,batch=8")));
+  CHECK(decode.count("decode_tile_rows"));
+  CHECK(decode.count("hidden_tile_prefetch"));
+  CHECK_FALSE(decode.count("tile_rows"));
+  CHECK_FALSE(decode.count("hidden_tiles_per_task"));
+  CHECK(prefill.count("tile_rows"));
+  CHECK(prefill.count("hidden_tiles_per_task"));
+  CHECK_FALSE(prefill.count("decode_tile_panels"));
+  CHECK_FALSE(prefill.count("tile_prefetch"));
+  CHECK(decode.size() + prefill.size() == space_for(c, k, "avx2").size());
+  CHECK(restricted_to({{"tile_rows", 4}, {"decode_tile_rows", 8}},
+                      space_at(c, k, "avx2", canonical_shape("d_model=512,d_ff=2048,t=1,batch=8"))) ==
+        knob_set{{"decode_tile_rows", 8}});
 }
 
 TEST_CASE("pruning drops exactly the records of earlier schedule revisions, keeping lines as written",

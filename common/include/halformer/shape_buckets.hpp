@@ -57,4 +57,24 @@ inline std::string bucket_of(int t, int batch) {
   throw std::invalid_argument("no shape bucket holds t = " + std::to_string(t) + ", batch = " + std::to_string(batch));
 }
 
+// The calls a schedule knob changes: every call, prefill alone (t > 1) or
+// decode steps alone (t == 1: decode1, decode, decode_wide). The tuner searches
+// at a shape only the knobs that change its calls there, and a build takes each
+// knob's value from a record measured where it matters (tuner/export_knobs.cpp).
+enum class knob_phase { any, prefill, decode };
+
+inline const char* phase_name(knob_phase p) {
+  return p == knob_phase::prefill ? "prefill" : p == knob_phase::decode ? "decode" : "any";
+}
+inline knob_phase phase_named(const std::string& name) {
+  for (knob_phase p : {knob_phase::any, knob_phase::prefill, knob_phase::decode})
+    if (name == phase_name(p))
+      return p;
+  throw std::invalid_argument("unknown knob phase '" + name + "' (any, prefill, decode)");
+}
+// Whether a knob of phase `p` changes the calls in `bucket`.
+inline bool phase_covers(knob_phase p, const std::string& bucket) {
+  return p == knob_phase::any || (p == knob_phase::prefill) == (bucket == "prefill");
+}
+
 } // namespace halformer

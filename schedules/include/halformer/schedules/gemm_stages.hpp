@@ -86,8 +86,11 @@ inline std::pair<gemm_stage, gemm_stage> ffn_stages(const dsl::lowering& ctx, Ha
 // prefixed "hidden_" for the first; hidden_knobs() selects the first GEMM's values.
 inline std::vector<knob_decl> ffn_knob_decls(const std::vector<knob_decl>& gemm) {
   auto k = gemm;
-  for (auto d : gemm)
-    k.push_back({"hidden_" + d.name, d.allowed, "first GEMM: " + d.meaning});
+  for (auto d : gemm) {
+    d.name = "hidden_" + d.name;
+    d.meaning = "first GEMM: " + d.meaning;
+    k.push_back(d);
+  }
   return k;
 }
 inline knob_values hidden_knobs(const knob_values& k, const std::vector<knob_decl>& gemm) {

@@ -29,7 +29,8 @@ struct knob_decl {
   std::string name;
   std::vector<int> allowed; // the search space the tuner explores
   std::string meaning;
-  bool algorithm = false; // shapes the algorithm, not only its schedule (one value per pipeline)
+  bool algorithm = false;             // shapes the algorithm, not only its schedule (one value per pipeline)
+  knob_phase phase = knob_phase::any; // the calls it changes (shape_buckets.hpp)
 };
 
 // The knob-file section a target reads: its widest x86 vector ISA, or its GPU API.

@@ -1,7 +1,8 @@
 // CPU schedule of the GEMMs over weights in panels (dsl/panels.hpp,
 // dsl::lowering::build_panel_contract): register tiles of `tile_panels` panels
-// (16 outputs each) x `tile_rows` input rows, each accumulator one panel's 16
-// sums of one row, which stay in their lanes over the whole reduction.
+// (16 outputs each) x `tile_rows` input rows (decode steps: `decode_tile_panels`
+// x `decode_tile_rows`), each accumulator one panel's 16 sums of one row, which
+// stay in their lanes over the whole reduction.
 // One step of the reduction loads each panel's next 64-byte group once and
 // broadcasts each row's next input (float32) or 4 input bytes (int8), then
 // multiplies every pair:
@@ -35,17 +36,42 @@
 
 namespace halformer::schedules::cpu {
 
+// Prefill and decode steps have tiles of their own: a prefill tile re-reads
+// each weight line for its rows from L2, a decode tile streams the weights from
+// memory once for the whole batch, and a tile best at one was up to 10% slower
+// at the other (Zen 4, ffn_relu at batch 8: the tuned prefill 4 x 4 tile 0.466
+// ms, the 2 x 8 default 0.424).
 inline std::vector<knob_decl> panel_knobs() {
+  constexpr auto prefill = knob_phase::prefill, decode = knob_phase::decode;
   return {
-      {"tile_panels", {1, 2, 4}, "panels of 16 outputs per register tile"},
-      {"tile_rows", {1, 2, 3, 4, 6, 8, 12}, "input rows per register tile (fewer where the registers run out)"},
-      {"tiles_per_task", {1, 2, 4, 8, 16, 32, 64}, "prefill: register tiles of outputs per parallel task"},
+      {"tile_panels", {1, 2, 4}, "prefill: panels of 16 outputs per register tile", false, prefill},
+      {"tile_rows",
+       {1, 2, 3, 4, 6, 8, 12},
+       "prefill: token rows per register tile (fewer where the registers run out)",
+       false,
+       prefill},
+      {"tiles_per_task",
+       {1, 2, 4, 8, 16, 32, 64},
+       "prefill: register tiles of outputs per parallel task",
+       false,
+       prefill},
+      {"decode_tile_panels", {1, 2, 4}, "decode steps: panels of 16 outputs per register tile", false, decode},
+      {"decode_tile_rows",
+       {1, 2, 3, 4, 6, 8, 12},
+       "decode steps: batch rows per register tile (fewer where the registers run out; one row takes the widest "
+       "tile)",
+       false,
+       decode},
       {"tile_prefetch",
        {0, 1, 2, 4},
-       "decode steps: at each reduction step, prefetch the output tile this many ahead (0: none)"},
+       "decode steps: at each reduction step, prefetch the output tile this many ahead (0: none)",
+       false,
+       decode},
       {"decode_task_kib",
        {16, 32, 64, 128, 256, 512},
-       "decode steps: at least this many KiB of weights per parallel task (heads joined)"},
+       "decode steps: at least this many KiB of weights per parallel task (heads joined)",
+       false,
+       decode},
   };
 }
 
@@ -254,17 +280,18 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
   const panel_sums_kind kind = panel_sums_of(ctx, name);
   const RDom r = ctx.rdom(name);
   const Expr decode = g.t_extent == 1;
-  const int panels = k["tile_panels"];
-  if (dsl::panels::panel_group % panels != 0)
-    throw std::invalid_argument("tile_panels must divide the weights' panel group");
+  const int panels = k["tile_panels"], decode_panels = k["decode_tile_panels"];
+  for (int p : {panels, decode_panels})
+    if (dsl::panels::panel_group % p != 0)
+      throw std::invalid_argument("tile_panels and decode_tile_panels must divide the weights' panel group");
   Func sums = ctx.stage(name + "_panels");
   std::vector<std::pair<panel_tile, Expr>> branches;
-  const int tallest = panel_tallest_tile(panels, k["tile_rows"], target, kind);
-  for (int rows : panel_tile_heights(tallest))
+  const int tallest_decode = panel_tallest_tile(decode_panels, k["decode_tile_rows"], target, kind);
+  for (int rows : panel_tile_heights(tallest_decode))
     if (rows > 1)
-      branches.push_back({{panels, rows, true}, decode && tile_height_suits(g.batch_extent, rows)});
-  branches.push_back({{panel_widest_row_tile(panels, target, kind), 1, true}, decode});
-  for (int rows : panel_tile_heights(tallest))
+      branches.push_back({{decode_panels, rows, true}, decode && tile_height_suits(g.batch_extent, rows)});
+  branches.push_back({{panel_widest_row_tile(decode_panels, target, kind), 1, true}, decode});
+  for (int rows : panel_tile_heights(panel_tallest_tile(panels, k["tile_rows"], target, kind)))
     if (rows > 1) // one row: the general branch
       branches.push_back({{panels, rows, false}, !decode && tile_height_suits(g.t_extent, rows)});
   for (const auto& [p, condition] : branches)

@@ -38,10 +38,14 @@ inline std::vector<knob_decl> bf16_gemm_knobs() {
       {"tiles_per_task", {1, 2, 4, 8, 16, 32, 64, 128}, "register tiles of outputs per parallel task"},
       {"tile_prefetch",
        {0, 2, 4, 8},
-       "decode steps: prefetch the weights of the output tile this many ahead (0: none)"},
+       "decode steps: prefetch the weights of the output tile this many ahead (0: none)",
+       false,
+       knob_phase::decode},
       {"decode_task_kib",
        {16, 32, 64, 128, 256, 512},
-       "decode steps: at least this many KiB of weights per parallel task (heads joined)"},
+       "decode steps: at least this many KiB of weights per parallel task (heads joined)",
+       false,
+       knob_phase::decode},
   };
 }
 
