@@ -68,8 +68,8 @@ inline std::vector<knob_decl> panel_knobs() {
        false,
        decode},
       {"decode_task_kib",
-       {16, 32, 64, 128, 256, 512},
-       "decode steps: at least this many KiB of weights per parallel task (heads joined)",
+       {16, 32, 64, 128, 256, 512, 1024, 2048},
+       "decode steps: this many KiB of weights per parallel task, at most a core's share (heads joined)",
        false,
        decode},
   };
@@ -154,6 +154,25 @@ inline Halide::Expr panel_output_bytes(const Halide::RDom& r) {
   return bytes;
 }
 
+// The weights one decode task streams: `decode_task_kib`, but at most a core's
+// share of the GEMM's weights, so that every core has a task (the host's cores,
+// from Halide's runtime when the loop starts). Large tasks stream best: a task
+// starts a new stream, and its last tile's prefetch (prefetch_next_tiles) lands
+// in the next task, which another thread runs; tasks of 128 KiB are two float32
+// tiles of 2 x 8 at d_model 512 (Zen 5, 2 threads, batch 8, harness medians of
+// 5 interleaved rounds, 128 KiB -> 512: qkv projection 0.0695 -> 0.0553 ms, out
+// projection 0.0239 -> 0.0192, logits 1.59 -> 1.31; 1024, leaving one of the
+// two cores idle for the 1 MiB projections: 0.0728, 0.0289). Head projections
+// join whole heads by the knob alone (panel_output): sized from the extents,
+// their heads' split failed the output's bounds check (Halide 21).
+inline Halide::Expr decode_task_bytes(const gemm_stage& g, const Halide::RDom& r, const knob_values& k) {
+  using namespace Halide;
+  const Expr cores = clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1,
+                           256); // bounded, for bounds inference
+  const Expr weights = g.o_extent * g.mid_extent * panel_output_bytes(r);
+  return clamp(weights / cores, 1, k["decode_task_kib"] * 1024);
+}
+
 struct panel_tile {
   int panels, rows;
   bool decode;
@@ -165,8 +184,8 @@ struct panel_tile {
 // shifted inwards. The loop directly outside the register tile is "tile" in
 // every branch: the sums are computed there.
 // Decode steps: every row tile inside each output tile (a tile's weights are
-// read once, from memory, and serve the batch from L1), tasks of at least
-// `decode_task_kib` of weights, whole heads where a head holds less. Prefill:
+// read once, from memory, and serve the batch from L1), tasks of
+// decode_task_bytes, whole heads where a head holds less. Prefill:
 // the row tiles outside, a task's `tiles_per_task` output tiles read from
 // memory once, then from L2 by each row tile.
 inline void panel_output(const gemm_stage& g, Halide::Stage s, const panel_tile& p, const Halide::RDom& r,
@@ -187,7 +206,8 @@ inline void panel_output(const gemm_stage& g, Halide::Stage s, const panel_tile&
       s.fuse(task, m, task);
     s.fuse(task, g.batch, task);
   } else {
-    const Expr want = k["decode_task_kib"] * 1024, tile_bytes = p.panels * dsl::panels::lanes * panel_output_bytes(r);
+    const Expr want = g.mid.empty() ? decode_task_bytes(g, r, k) : Expr(k["decode_task_kib"] * 1024),
+               tile_bytes = p.panels * dsl::panels::lanes * panel_output_bytes(r);
     s.split(op, pt, pi, p.panels, TailStrategy::GuardWithIf)
         .split(rows, tile, ri, p.rows, TailStrategy::ShiftInwards)
         .split(pt, task, pt, max(1, (want + tile_bytes - 1) / tile_bytes), TailStrategy::GuardWithIf);
