@@ -4,6 +4,7 @@
 
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/lanes.hpp"
 
 namespace halformer::schedules::cpu {
 
@@ -29,7 +30,8 @@ inline void beam_candidates(const dsl::lowering& ctx, Halide::Func chunk_max, Ha
       .parallel(row2);
   for (const char* s : {"candidates_log_prob_max", "candidates_log_prob_sum"}) {
     ctx.stage(s).compute_at(top_log_prob, rt2);
-    in.update(ctx.stage(s)).atomic().vectorize(ctx.rdom("candidates_log_prob").x, vec, TailStrategy::GuardWithIf);
+    if (!in.conditioned()) // rfactor rewrites the reduction for every branch: once, in the general one
+      reduction_in_lanes(ctx.stage(s), ctx.rdom("candidates_log_prob"), vec).compute_at(top_log_prob, rt2);
   }
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/lanes.hpp"
 #include "halformer/schedules/cpu/panels.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
@@ -60,30 +61,24 @@ inline Halide::Stage in_row_tasks(Halide::Stage s) {
 }
 
 // A reduction per row over its features (`f`'s update over `r`, r.x innermost)
-// at root, in vectors of lanes along the features (rfactor) reduced across lanes
-// once per row at the end, the rows in tasks of 16 (the max and the integer sum
-// of the int8 inputs: exact in any order). Reduced across lanes at every vector,
-// an int8 input's maximum and sum took a third of out_projection_int8 at batch 8
-// (Zen 5, weights in L2); a row's scalar sum atomically vectorized stayed scalar
-// (15% of ffn_int8 at 32 x 128 rows). The lanes' final sum is a plain loop: its
-// extent is min(vec, features), not a constant, so atomic().vectorize() made it
-// a compare-and-swap per lane (half of the step max; out_projection_int8 at
-// batch 8 with its inputs in L2: 5.1 -> 4.3 us).
+// at root in row tasks, in lanes (reduction_in_lanes; the max and the integer
+// sum of the int8 inputs are exact in any order). A row's scalar sum atomically
+// vectorized stayed scalar (15% of ffn_int8 at 32 x 128 rows). The lanes' final
+// sum is a plain loop: its extent is min(vec, features), not a constant, so
+// atomic().vectorize() made it a compare-and-swap per lane (half of the step
+// max; out_projection_int8 at batch 8 with its inputs in L2: 5.1 -> 4.3 us).
 inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
-  using namespace Halide;
-  RVar fo("fo"), fi("fi");
-  Var lane("lane"), rt("rt");
-  Func lanes = f.update().split(r.x, fo, fi, vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
+  Halide::Func lanes = reduction_in_lanes(f, r, vec);
   f.compute_root();
   in_row_tasks(f);
   in_row_tasks(f.update());
-  lanes.compute_at(f, rt).vectorize(lane);
-  lanes.update().vectorize(lane);
+  lanes.compute_at(f, Halide::Var("rt"));
 }
 
 // An input's rows at root, before the GEMM reads them: its features innermost,
-// in row tasks, vectorised along dim 0. Rows are (t, batch); the out
-// projection's features are (d_k, heads).
+// in row tasks, vectorised along dim 0, the loop over vectors always partitioned
+// (a task of fewer than 16 rows kept its guard inside otherwise, cpu/lanes.hpp).
+// Rows are (t, batch); the out projection's features are (d_k, heads).
 inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
   using namespace Halide;
   std::vector<VarOrRVar> order; // the features innermost, in their order, then t and batch
@@ -92,13 +87,21 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
       order.push_back(v);
   order.insert(order.end(), {Var("t"), Var("batch")});
   values.compute_root().reorder(order);
-  in_row_tasks(values).vectorize(values.args()[0], target.natural_vector_size<float>(), TailStrategy::GuardWithIf);
+  Var fo("fo"), fi("fi");
+  in_row_tasks(values)
+      .split(values.args()[0], fo, fi, target.natural_vector_size<float>(), TailStrategy::GuardWithIf)
+      .vectorize(fi)
+      .always_partition(fo);
 }
 
 // The inputs of the int8 GEMMs: quantized (dsl::quantize_rows: stages <name>,
 // <name>_step and <name>_step_max), the steps in tasks of 16 rows with the row
-// maximum tree-vectorised along its innermost feature (max is exact in any
-// order), then the int8 values, stored as int16 (rows_at_root).
+// maximum in lanes along its innermost feature (max is exact in any order), then
+// the int8 values (rows_at_root; stored as int16 without quads) and, for the
+// quads, each row's sum. Zen 5, 2 threads, batch 8, harness medians of 5
+// interleaved rounds, before -> after cpu/lanes.hpp and the partitioned loops:
+// q_projection_int8 8.1 -> 7.5 us and 10.7 -> 10.2 (a slower hour), out 10.2 ->
+// 9.4, ffn_relu_int8 46.7 -> 42.2 and 50.4 -> 47.4.
 struct int8_inputs {
   static constexpr const char* head_projection_x = "x_quantized";
   static std::vector<knob_decl> knobs() { return panel_knobs(); }
