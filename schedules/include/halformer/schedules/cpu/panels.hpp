@@ -168,8 +168,8 @@ inline Halide::Expr panel_output_bytes(const Halide::RDom& r) {
 inline Halide::Expr decode_task_bytes(const gemm_stage& g, const Halide::RDom& r, const knob_values& k) {
   using namespace Halide;
   const Expr cores = clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1,
-                           256); // bounded, for bounds inference
-  const Expr weights = g.o_extent * g.mid_extent * panel_output_bytes(r);
+                           256);                           // a positive divisor whatever the runtime returns
+  const Expr weights = g.o_extent * panel_output_bytes(r); // one GEMM of weights; head projections never come here
   return clamp(weights / cores, 1, k["decode_task_kib"] * 1024);
 }
 
@@ -266,8 +266,11 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
     order.push_back(r[i]);
   order.push_back(tiles);
   const auto tile_of = [&](Stage st) { return st.split(panel, tiles, panel, p.panels, TailStrategy::RoundUp); };
+  const auto pure_tile = [&](Stage pure) {
+    return tile_of(pure).reorder(lane, panel, rows, tiles).vectorize(lane).unroll(panel).unroll(rows);
+  };
   const auto tile = [&](Stage pure, Stage update) {
-    tile_of(pure).reorder(lane, panel, rows, tiles).vectorize(lane).unroll(panel).unroll(rows);
+    pure_tile(pure);
     tile_of(update).reorder(order);
     if (kind != panel_sums_kind::floats) // a float group is one input: nothing to sum across
       update.atomic().vectorize(r[0]);
@@ -283,7 +286,7 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
     return;
   }
   Func pairs = ctx.stage(name + "_pairs");
-  tile_of(in(sums)).reorder(lane, panel, rows, tiles).vectorize(lane).unroll(panel).unroll(rows);
+  pure_tile(in(sums));
   Stage pure = in(pairs);
   pure.vectorize(pair);
   tile(pure, in(pairs.update()));
