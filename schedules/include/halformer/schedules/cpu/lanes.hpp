@@ -1,15 +1,20 @@
 // Row reductions in vector lanes, for the kernels whose rows are long or many
-// (the int8 GEMMs' input quantization, beam_candidates).
+// (the int8 GEMMs' input quantization, greedy_pick, beam_candidates).
 #pragma once
 
 #include <Halide.h>
 
 namespace halformer::schedules::cpu {
 
-// `f`'s update, a reduction over `r` (r.x innermost), in `vec` partial
-// reductions, one per lane of a vector along r.x (rfactor), reduced across the
-// lanes once at the end (the update's plain loop over `lane`); the caller puts
-// the returned lanes' Func where f's rows are computed. Reduced across lanes at
+// `f`'s update, a reduction over `r` (r.x innermost), in `vectors` x `vec`
+// partial reductions, one per lane of `vectors` vectors along r.x (rfactor),
+// reduced across the lanes once at the end (the update's plain loop over
+// `lane`); the caller puts the returned lanes' Func where f's rows are computed.
+// Long rows take four vectors: four independent chains cover the add's latency,
+// and a float sum of 32000 terms (greedy_pick's log-sum-exp) adds 2000 per lane
+// with SSE4.1 instead of 8000, whose error reached 1.1e-5 of the result (the
+// tests allow 1e-5). Rows of a few hundred take one: the lanes' final loop is
+// scalar (Zen 5, q_projection_int8 at batch 8, four vectors: 10.2 -> 11.1 us). Reduced across lanes at
 // every vector instead (atomic().vectorize()), each vector ends in a horizontal
 // step that the next one waits for (Zen 5, 2 threads, harness medians of 3
 // interleaved rounds, beam_candidates at 32 rows of 32000 logits: 0.242 ->
@@ -19,13 +24,13 @@ namespace halformer::schedules::cpu {
 // under 16) the loop kept its guard inside and the partial reductions on the
 // stack, a store-to-load chain per vector (perf, q_projection_int8 at batch 8:
 // the row maximum took ~1.2 us of 8.3).
-inline Halide::Func reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
+inline Halide::Func reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec, int vectors) {
   using namespace Halide;
   RVar fo("fo"), fi("fi");
-  Var lane("lane");
-  Func lanes = f.update().split(r.x, fo, fi, vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
-  lanes.bound(lane, 0, vec).vectorize(lane);
-  lanes.update().vectorize(lane).always_partition(fo);
+  Var lane("lane"), lo("lo"), li("li");
+  Func lanes = f.update().split(r.x, fo, fi, vectors * vec, TailStrategy::GuardWithIf).rfactor(fi, lane);
+  lanes.bound(lane, 0, vectors * vec).split(lane, lo, li, vec).vectorize(li).unroll(lo);
+  lanes.update().split(lane, lo, li, vec).vectorize(li).unroll(lo).always_partition(fo);
   return lanes;
 }
 

@@ -68,7 +68,7 @@ inline Halide::Stage in_row_tasks(Halide::Stage s) {
 // atomic().vectorize() made it a compare-and-swap per lane (half of the step
 // max; out_projection_int8 at batch 8 with its inputs in L2: 5.1 -> 4.3 us).
 inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
-  Halide::Func lanes = reduction_in_lanes(f, r, vec);
+  Halide::Func lanes = reduction_in_lanes(f, r, vec, 1);
   f.compute_root();
   in_row_tasks(f);
   in_row_tasks(f.update());

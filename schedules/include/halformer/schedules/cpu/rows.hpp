@@ -68,32 +68,4 @@ inline void softmax(const dsl::lowering& ctx, Halide::Func out, const Halide::Ta
   detail::reduction(ctx.stage("softmax_sum"), ctx.rdom("softmax"), target, k, in);
 }
 
-// greedy_pick: row reductions over the vocabulary (the best id: the maximum,
-// then the lowest index holding it; the log-sum-exp), `rows_per_task` rows per
-// parallel task, each vectorised (atomic(): max and min are exact in any order,
-// the sum reassociates).
-inline std::vector<knob_decl> pick_knobs() {
-  return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
-}
-inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs,
-                        const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
-  using namespace Halide;
-  const int vec = target.natural_vector_size<float>();
-  for (Func out : {ids, log_probs}) {
-    Var t("t"), b("batch"), row("row"), rt("rt");
-    in(out).fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
-  }
-  struct reduction {
-    Func out;
-    const char *stage, *rdom;
-  };
-  for (const auto& [out, stage, rdom] : {reduction{ids, "pick_id_max", "pick_id"},
-                                         {ids, "pick_id_first", "pick_id"},
-                                         {log_probs, "pick_log_prob_max", "pick_log_prob"},
-                                         {log_probs, "pick_log_prob_sum", "pick_log_prob"}}) {
-    ctx.stage(stage).compute_at(out, Var("rt"));
-    in.update(ctx.stage(stage)).atomic().vectorize(ctx.rdom(rdom).x, vec, TailStrategy::GuardWithIf);
-  }
-}
-
 } // namespace halformer::schedules::cpu
