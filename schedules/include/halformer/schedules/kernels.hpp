@@ -116,7 +116,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"out_projection_bf16",
        {cpu::bf16_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
       {"ffn_bf16", {cpu::bf16_ffn_knobs(), revisions::cpu_quantized, one<cpu::dot_product_ffn<cpu::bf16_inputs>>}},
-      {"greedy_pick", {cpu::pick_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
+      {"greedy_pick", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{
       {"embedding", {gpu::embedding_knobs(), revisions::gpu_embedding, one<gpu::embedding>}},

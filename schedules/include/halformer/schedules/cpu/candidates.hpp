@@ -11,7 +11,8 @@
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> pick_knobs() {
+// The knobs of both kernels.
+inline std::vector<knob_decl> candidates_knobs() {
   return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
 }
 
@@ -22,10 +23,8 @@ inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func
                         const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
-  for (Func out : {ids, log_probs}) {
-    Var t("t"), b("batch"), row("row"), rt("rt");
-    in(out).fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
-  }
+  for (Func out : {ids, log_probs})
+    in_row_tasks(in(out), k["rows_per_task"]);
   struct reduction {
     Func out;
     const char *stage, *rdom;
@@ -41,10 +40,6 @@ inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func
   }
 }
 
-inline std::vector<knob_decl> candidates_knobs() {
-  return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
-}
-
 // A chunk's maximum is one vector reduction over its entries (64: 8 AVX2 or 4
 // AVX-512 loads, a tree of maxima, one horizontal step; max is exact, so the
 // order is free). The log-sum-exp's max and sum as greedy_pick's.
@@ -52,19 +47,14 @@ inline void beam_candidates(const dsl::lowering& ctx, Halide::Func chunk_max, Ha
                             const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
   const int vec = target.natural_vector_size<float>();
-  Var c("chunk"), t("t"), b("batch"), row("row"), rt("rt");
-  in(chunk_max).fuse(t, b, row).split(row, row, rt, k["rows_per_task"], TailStrategy::GuardWithIf).parallel(row);
-  ctx.stage("candidates_chunk_best").compute_at(chunk_max, c);
+  in_row_tasks(in(chunk_max), k["rows_per_task"]);
+  ctx.stage("candidates_chunk_best").compute_at(chunk_max, Var("chunk"));
   in.update(ctx.stage("candidates_chunk_best")).atomic().vectorize(ctx.rdom("candidates_chunk").x);
-  Var t2("t"), b2("batch"), row2("row"), rt2("rt");
-  in(top_log_prob)
-      .fuse(t2, b2, row2)
-      .split(row2, row2, rt2, k["rows_per_task"], TailStrategy::GuardWithIf)
-      .parallel(row2);
+  in_row_tasks(in(top_log_prob), k["rows_per_task"]);
   for (const char* s : {"candidates_log_prob_max", "candidates_log_prob_sum"}) {
-    ctx.stage(s).compute_at(top_log_prob, rt2);
+    ctx.stage(s).compute_at(top_log_prob, Var("rt"));
     if (!in.conditioned()) // rfactor rewrites the reduction for every branch: once, in the general one
-      reduction_in_lanes(ctx.stage(s), ctx.rdom("candidates_log_prob"), vec, 4).compute_at(top_log_prob, rt2);
+      reduction_in_lanes(ctx.stage(s), ctx.rdom("candidates_log_prob"), vec, 4).compute_at(top_log_prob, Var("rt"));
   }
 }
 

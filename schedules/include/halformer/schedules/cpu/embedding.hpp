@@ -23,8 +23,7 @@ inline std::vector<knob_decl> embedding_knobs() {
 
 inline void embedding(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                       const bucket_scope& in) {
-  Halide::Var row("row");
-  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, in, row);
+  detail::rows_loop(out, "d_model", ctx.extent("d_model"), target, k, in);
   ctx.stage("rows_ids").compute_root();
   // Positions depend on (d_model, t) only: computed once, vectorised, and shared
   // by every batch row, instead of a sin or cos per output element (compare

@@ -1,10 +1,20 @@
-// Row reductions in vector lanes, for the kernels whose rows are long or many
-// (the int8 GEMMs' input quantization, greedy_pick, beam_candidates).
+// Rows in parallel tasks, and row reductions in vector lanes: the row kernels
+// (layernorm, softmax, the embedding), the int8 GEMMs' input quantization,
+// greedy_pick and beam_candidates.
 #pragma once
 
 #include <Halide.h>
 
 namespace halformer::schedules::cpu {
+
+// `s`'s rows (t, batch) fused and split into parallel tasks of `rows` rows; the
+// loop over a task's rows is "rt". A task of fewer rows (the last, or every
+// task of a call with fewer rows) runs the guarded copy of the loops inside.
+inline Halide::Stage in_row_tasks(Halide::Stage s, int rows) {
+  using namespace Halide;
+  Var t("t"), b("batch"), row("row"), rt("rt");
+  return s.fuse(t, b, row).split(row, row, rt, rows, TailStrategy::GuardWithIf).parallel(row);
+}
 
 // `f`'s update, a reduction over `r` (r.x innermost), in `vectors` x `vec`
 // partial reductions, one per lane of `vectors` vectors along r.x (rfactor),

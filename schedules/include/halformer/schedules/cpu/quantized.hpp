@@ -50,15 +50,9 @@ inline std::vector<knob_decl> bf16_gemm_knobs() {
   };
 }
 
-// A stage over an input's rows (t, batch) in parallel tasks of 16 rows (a row
-// takes well under a microsecond at d_model 512; 16 amortise the thread pool's
-// ~1 us dispatch).
-inline Halide::Stage in_row_tasks(Halide::Stage s) {
-  using namespace Halide;
-  constexpr int rows_per_task = 16;
-  Var t("t"), b("batch"), row("row"), rt("rt");
-  return s.fuse(t, b, row).split(row, row, rt, rows_per_task, TailStrategy::GuardWithIf).parallel(row);
-}
+// The int8 inputs' row tasks: 16 rows (a row takes well under a microsecond at
+// d_model 512; 16 amortise the thread pool's ~1 us dispatch).
+constexpr int input_rows_per_task = 16;
 
 // A reduction per row over its features (`f`'s update over `r`, r.x innermost)
 // at root in row tasks, in lanes (reduction_in_lanes; the max and the integer
@@ -70,8 +64,8 @@ inline Halide::Stage in_row_tasks(Halide::Stage s) {
 inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
   Halide::Func lanes = reduction_in_lanes(f, r, vec, 1);
   f.compute_root();
-  in_row_tasks(f);
-  in_row_tasks(f.update());
+  in_row_tasks(f, input_rows_per_task);
+  in_row_tasks(f.update(), input_rows_per_task);
   lanes.compute_at(f, Halide::Var("rt"));
 }
 
@@ -88,7 +82,7 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
   order.insert(order.end(), {Var("t"), Var("batch")});
   values.compute_root().reorder(order);
   Var fo("fo"), fi("fi");
-  in_row_tasks(values)
+  in_row_tasks(values, input_rows_per_task)
       .split(values.args()[0], fo, fi, target.natural_vector_size<float>(), TailStrategy::GuardWithIf)
       .vectorize(fi)
       .always_partition(fo);
@@ -113,7 +107,7 @@ struct int8_inputs {
     const int vec = target.natural_vector_size<int32_t>();
     Halide::Func step = ctx.stage(name + "_step");
     step.compute_root();
-    in_row_tasks(step).vectorize(Halide::Var("rt"), vec, Halide::TailStrategy::GuardWithIf);
+    in_row_tasks(step, input_rows_per_task).vectorize(Halide::Var("rt"), vec, Halide::TailStrategy::GuardWithIf);
     row_reduction_in_lanes(ctx.stage(name + "_step_max"), ctx.rdom(name + "_step"), vec);
     if (!ctx.int8_quads) {
       rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
