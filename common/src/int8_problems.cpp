@@ -19,38 +19,17 @@ fb int8_steps(std::vector<int> outputs, int inputs) {
   steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(inputs))); });
   return steps;
 }
-// A dot-product weight whose rows (dims < row_dims) are one output's inputs, as a
-// reference (in, out) matrix: input i and output o are the rows' and the rest's
-// flattened indices, dim 0 fastest.
-template <class T, class Value> ref::tensor dot_weight_to_ref(const Buffer<T>& w, int row_dims, Value value) {
-  int in = 1, out = 1;
-  for (int d = 0; d < w.dimensions(); ++d)
-    (d < row_dims ? in : out) *= w.dim(d).extent();
-  ref::tensor t({in, out});
-  std::size_t k = 0;
-  w.for_each_element([&](const int* pos) {
-    t.data[k] = value(w(pos)); // (in, out) row-major by in fastest: the same order
-    ++k;
-  });
-  return t;
-}
-} // namespace
-
-ref::tensor int8_weight_to_ref(const i8b& w, int row_dims) {
-  return dot_weight_to_ref(w, row_dims, [](int8_t v) { return double(v); });
-}
+// An int8 weight of logical extents `dims` in panels as the reference's (out, in) matrix.
 ref::tensor int8_panels_to_ref(const i8b& packed, const std::vector<int>& dims, int inputs) {
-  return int8_weight_to_ref(dsl::panels::unpack<i8b>(packed, dims, inputs), inputs);
+  return ref::dot_weight_to_ref(dsl::panels::unpack<i8b>(packed, dims, inputs), inputs);
 }
-
-namespace {
 // A random int8 GEMM weight of logical extents `dims`, stored in panels as the kernels take it.
 i8b random_int8_panels(const std::vector<int>& dims, int inputs) {
   return dsl::panels::pack<i8b>(random_int8_weight(dims, inputs), inputs);
 }
 } // namespace
 ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims) {
-  return dot_weight_to_ref(w, row_dims, [](uint16_t v) { return double(ref::bf16_value(v)); });
+  return ref::dot_weight_to_ref(w, row_dims, [](uint16_t v) { return double(ref::bf16_value(v)); });
 }
 
 // int8 weights (d_model, vocab) with one step per entry, as the loader quantizes

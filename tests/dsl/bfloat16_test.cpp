@@ -94,11 +94,11 @@ TEST_CASE("bf16_linear sums exact bfloat16 products in float32", "[dsl][bf16]") 
     std::normal_distribution<float> n;
     xb.for_each_value([&](float& v) { v = n(rng); });
     bb.for_each_value([&](float& v) { v = n(rng); });
-    ref::tensor w({D, F});
+    ref::tensor w({F, D});
     for (int o = 0; o < F; ++o)
       for (int i = 0; i < D; ++i) {
         const std::uint16_t bits = ref::bf16_bits(n(rng) / std::sqrt(float(D)));
-        wbits[std::size_t(o) * D + i] = bits, w(i, o) = ref::bf16_value(bits);
+        wbits[std::size_t(o) * D + i] = bits, w(o, i) = ref::bf16_value(bits);
       }
     p.x_in.set(xb), p.w_in.set(wb), p.b_in.set(bb);
     Halide::Buffer<float> got = p.out.f.realize({F, T, B});

@@ -27,20 +27,17 @@ inline float bf16_value(std::uint16_t bits) {
 }
 inline double round_to_bf16(double x) { return bf16_value(bf16_bits(float(x))); }
 
-// y(o, t, b) = sum_i bf16(x(i, t, b)) w(i, o) + bias(o), w holding bfloat16 values
-// (in, out): linear() of the rounded input and the transposed weight.
+// y(o, t, b) = sum_i bf16(x(i, t, b)) w(o, i) + bias(o), w holding bfloat16 values
+// (out, in): linear() of the rounded input.
 inline tensor bf16_linear(const tensor& x, const tensor& w, const tensor& bias) {
-  tensor rounded = x, transposed({w.dims[1], w.dims[0]});
+  tensor rounded = x;
   for (double& v : rounded.data)
     v = round_to_bf16(v);
-  for (int i = 0; i < w.dims[0]; ++i)
-    for (int o = 0; o < w.dims[1]; ++o)
-      transposed(o, i) = w(i, o);
-  return linear(rounded, transposed, bias);
+  return linear(rounded, w, bias);
 }
 
-// residual + W2 bf16(act(W1 bf16(x) + b1)) + b2, w1 (d_model, d_ff) and w2 (d_ff,
-// d_model) bfloat16 values (inputs first). The hidden layer is float64 here and
+// residual + W2 bf16(act(W1 bf16(x) + b1)) + b2, w1 (d_ff, d_model) and w2
+// (d_model, d_ff) bfloat16 values (out, in). The hidden layer is float64 here and
 // float32 in a kernel, so a hidden value within ambiguity x (|value| + 1) of a
 // bfloat16 rounding boundary (hidden values are O(1); float32 sums of their
 // products err by ~1e-6) may round either way: `slack` is, per output, what such
@@ -50,7 +47,7 @@ struct bf16_ffn_result {
 };
 inline bf16_ffn_result bf16_ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& b1,
                                 const tensor& w2, const tensor& b2, activation act, double ambiguity = 1e-5) {
-  const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[1];
+  const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[0];
   tensor h = bf16_linear(x, w1, b1);
   for (double& v : h.data)
     v = activate(act, v);
@@ -63,7 +60,7 @@ inline bf16_ffn_result bf16_ffn(const tensor& x, const tensor& residual, const t
         if (lo == hi)
           continue;
         for (int o = 0; o < D; ++o)
-          r.slack(o, t, b) += std::abs(w2(j, o)) * std::abs(hi - lo);
+          r.slack(o, t, b) += std::abs(w2(o, j)) * std::abs(hi - lo);
       }
   return r;
 }

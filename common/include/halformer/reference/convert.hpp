@@ -22,18 +22,23 @@ template <class T, int D, int S> tensor to_ref(const Halide::Runtime::Buffer<T, 
 // A GEMM weight in the dot-product layout (its first `inputs` dims index the
 // input, the others the output, each flattened dim 0 fastest: a head
 // projection's (d_model, d_k, heads) gives outputs h * d_k + j) as the
-// reference's (out, in) matrix.
-template <class T, int D, int S> tensor dot_weight_to_ref(const Halide::Runtime::Buffer<T, D, S>& w, int inputs) {
+// reference's (out, in) matrix, each stored value mapped by `value` (int8
+// values as they are, bfloat16 bits to their value).
+template <class T, int D, int S, class Value>
+tensor dot_weight_to_ref(const Halide::Runtime::Buffer<T, D, S>& w, int inputs, Value value) {
   int in = 1, out = 1;
   for (int d = 0; d < w.dimensions(); ++d)
     (d < inputs ? in : out) *= w.dim(d).extent();
   tensor t({out, in});
   std::size_t k = 0; // visited dim 0 fastest: input k % in, output k / in
   w.for_each_element([&](const int* pos) {
-    t(int(k / std::size_t(in)), int(k % std::size_t(in))) = double(w(pos));
+    t(int(k / std::size_t(in)), int(k % std::size_t(in))) = value(w(pos));
     ++k;
   });
   return t;
+}
+template <class T, int D, int S> tensor dot_weight_to_ref(const Halide::Runtime::Buffer<T, D, S>& w, int inputs) {
+  return dot_weight_to_ref(w, inputs, [](T v) { return double(v); });
 }
 
 // Head biases (d_k, heads) as the reference's outputs h * d_k + j.

@@ -83,10 +83,10 @@ inline quantized_row quantize_row(const std::vector<double>& x) {
   return r;
 }
 
-// y(o, t, b) = step_x(t, b) w_step(o) sum_i q_x(i, t, b) w(i, o) + bias(o), w holding
-// int8 values (in, out): the sum exact (int64), the rest float64.
+// y(o, t, b) = step_x(t, b) w_step(o) sum_i q_x(i, t, b) w(o, i) + bias(o), w holding
+// int8 values (out, in), as linear's: the sum exact (int64), the rest float64.
 inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w_step, const tensor& bias) {
-  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[1];
+  const int in = x.dims[0], T = x.dims[1], B = x.dims[2], out = w.dims[0];
   tensor y({out, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -94,7 +94,7 @@ inline tensor quantized_linear(const tensor& x, const tensor& w, const tensor& w
       for (int o = 0; o < out; ++o) {
         std::int64_t sum = 0;
         for (int i = 0; i < in; ++i)
-          sum += q.q[std::size_t(i)] * std::int64_t(w(i, o));
+          sum += q.q[std::size_t(i)] * std::int64_t(w(o, i));
         y(o, t, b) = double(sum) * q.step * w_step(o) + bias(o);
       }
     }
@@ -274,7 +274,7 @@ inline tensor ffn(const tensor& x, const tensor& residual, const tensor& w1, con
 }
 
 // The quantized FFN: residual + W2 act(W1 x + b1) + b2 with int8 weights w1
-// (d_model, d_ff) and w2 (d_ff, d_model) (inputs first) and their steps, x and the
+// (d_ff, d_model) and w2 (d_model, d_ff) (out, in) and their steps, x and the
 // activated hidden row each quantized per row. The hidden layer is float64 here
 // and float32 in a kernel, so a hidden value within `ambiguity` of a rounding
 // boundary (in units of its step; float32 and erf errors are ~1e-5 of a step)
@@ -287,7 +287,7 @@ struct quantized_ffn_result {
 inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residual, const tensor& w1, const tensor& s1,
                                           const tensor& b1, const tensor& w2, const tensor& s2, const tensor& b2,
                                           activation act, double ambiguity = 1e-3) {
-  const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[1];
+  const int D = x.dims[0], T = x.dims[1], B = x.dims[2], F = w1.dims[0];
   tensor h = quantized_linear(x, w1, s1, b1);
   for (double& v : h.data)
     v = activate(act, v);
@@ -302,7 +302,7 @@ inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residua
         if (std::abs(scaled - std::floor(scaled) - 0.5) >= ambiguity)
           continue;
         for (int o = 0; o < D; ++o)
-          r.slack(o, t, b) += std::abs(w2(j, o)) * q.step * s2(o);
+          r.slack(o, t, b) += std::abs(w2(o, j)) * q.step * s2(o);
       }
     }
   return r;

@@ -24,6 +24,9 @@ constexpr const char* dtype_name(dtype d) {
          : d == dtype::bf16 ? "bfloat16"
                             : "bool";
 }
+constexpr int dtype_bytes(dtype d) {
+  return d == dtype::f32 || d == dtype::i32 ? 4 : d == dtype::bf16 ? 2 : 1;
+}
 
 // Element types as types, one per dtype: an expression's element type is part of
 // its C++ type, so an int8 tensor meeting a float one without quantize or

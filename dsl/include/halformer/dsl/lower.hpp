@@ -80,7 +80,7 @@ public:
     const std::size_t inputs = std::size_t(leaf.panel_inputs);
     if ((leaf.type != dtype::i8 && leaf.type != dtype::f32) || inputs >= leaf.dims.size())
       throw std::logic_error("bind " + leaf.name + ": panels hold int8 or float32 weights with input and output dims");
-    const int group = panels::group_inputs(leaf.type == dtype::i8 ? 1 : 4);
+    const int group = panels::group_inputs(dtype_bytes(leaf.type));
     panel_input p{Halide::Func(buf), leaf.dims, int(inputs), group};
     // Groups of one input store the first input dim whole: its extent, where no
     // input bound before defines it (the embedding's d_model).
