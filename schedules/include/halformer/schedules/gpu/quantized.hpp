@@ -19,8 +19,17 @@ inline void schedule_panel_gemm(const dsl::lowering& ctx, gemm_stage g, const kn
   tile_gemm_output(g, g.out, g.t, k);
   const std::string name = ctx.stage_name(g.acc);
   ctx.stage(name + "_panels").compute_at(g.out, Var("ot"));
-  if (ctx.has_stage(name + "_pairs"))
+  const bool pairs = ctx.has_stage(name + "_pairs");
+  if (pairs)
     ctx.stage(name + "_pairs").compute_at(g.out, Var("ot"));
+  // The reduction over the weights' 64-byte groups (r[1]) unrolled k_unroll
+  // times: more independent loads in flight per thread between its FMAs.
+  const RDom r = ctx.rdom(name);
+  RVar go("go"), gi("gi");
+  ctx.stage(name + (pairs ? "_pairs" : "_panels"))
+      .update()
+      .split(r[1], go, gi, k["k_unroll"], TailStrategy::GuardWithIf)
+      .unroll(gi);
 }
 
 inline void quantized_input(const dsl::lowering& ctx, const std::string& name) {
