@@ -44,7 +44,8 @@ struct loop_pool {
   _Atomic(void*) user_context;
   _Atomic(uint8_t*) closure;
   _Atomic int min, size;
-  _Atomic int threads; /* wanted, the caller included */
+  _Atomic int threads;      /* wanted, the caller included */
+  _Atomic int loop_threads; /* the published loop's: `threads` when it started */
   int started;         /* workers created (under `owner`) */
   uint32_t generation; /* the caller's (under `owner`) */
   pthread_mutex_t owner;
@@ -74,8 +75,10 @@ static void futex_wake(_Atomic uint32_t* word) {
   syscall(SYS_futex, (uint32_t*)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Claims and runs one task of the published loop; 0 when there is none. */
-static int run_one_task(void) {
+/* Claims and runs one task of the published loop for thread `number` (the
+ * caller is 0); 0 when there is none, or the loop may not use that thread (one
+ * started after halformer_set_num_threads lowered the count). */
+static int run_one_task(int number) {
   uint64_t seen = atomic_load_explicit(&pool.claim, memory_order_acquire);
   for (;;) {
     const uint32_t index = (uint32_t)seen;
@@ -85,7 +88,8 @@ static int run_one_task(void) {
     void* user_context = atomic_load_explicit(&pool.user_context, memory_order_relaxed);
     uint8_t* closure = atomic_load_explicit(&pool.closure, memory_order_relaxed);
     const int min = atomic_load_explicit(&pool.min, memory_order_relaxed);
-    if ((int)index >= atomic_load_explicit(&pool.size, memory_order_relaxed))
+    if ((int)index >= atomic_load_explicit(&pool.size, memory_order_relaxed) ||
+        number >= atomic_load_explicit(&pool.loop_threads, memory_order_relaxed))
       return 0;
     /* Succeeds only if the loop is still the one whose fields were read. */
     if (atomic_compare_exchange_weak_explicit(&pool.claim, &seen, seen + 1, memory_order_acq_rel,
@@ -125,7 +129,7 @@ static void* worker(void* arg) {
   for (;;) {
     const int wanted = number < atomic_load_explicit(&pool.threads, memory_order_relaxed);
     if (wanted)
-      while (run_one_task())
+      while (run_one_task(number))
         ;
     wait_for_loop(seen, wanted ? atomic_load_explicit(&pool.spin_ns, memory_order_relaxed) : 0);
     seen = atomic_load(&pool.wake);
@@ -201,13 +205,14 @@ static int pool_do_par_for(void* user_context, halide_task_t fn, int min, int si
   atomic_store_explicit(&pool.closure, closure, memory_order_relaxed);
   atomic_store_explicit(&pool.min, min, memory_order_relaxed);
   atomic_store_explicit(&pool.size, size, memory_order_relaxed);
+  atomic_store_explicit(&pool.loop_threads, atomic_load(&pool.threads), memory_order_relaxed);
   atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
   atomic_store_explicit(&pool.error, 0, memory_order_relaxed);
   atomic_store(&pool.claim, generation); /* publishes the fields above */
   atomic_fetch_add(&pool.wake, 1);
   if (atomic_load(&pool.sleepers) > 0)
     futex_wake(&pool.wake);
-  while (run_one_task())
+  while (run_one_task(0))
     ;
   wait_for_tasks(generation, size);
   const int result = atomic_load(&pool.error);
