@@ -145,18 +145,19 @@ problem embedding(shape_args& s) {
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   const bool split = s.get("split", 0) != 0;
   p.f_names = {"table_step", "out"}, p.i8_names = {"table"}, p.i_names = {"ids"}, p.outputs = {"out"};
-  p.scalars = {{"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
+  p.scalars = {{"d_model_size", halformer::i32_type, {.i32 = D}},
+               {"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
                {"offset", halformer::i32_type, {.i32 = 0}},
                {"split_positions", halformer::bool_type, {.boolean = split}}};
   p.make = [=] {
     call_set c{{int8_steps({V}, 1), fb(D, T, B)}, {ib(T, B)}};
-    c.i8.push_back(random_int8_weight({D, V}, 1));
+    c.i8.push_back(random_int8_panels({D, V}, 1));
     std::uniform_int_distribution<int> id(0, V - 1);
     c.i[0].for_each_value([&](int32_t& x) { x = id(rng); });
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    ref::tensor table = ref::to_ref(c.i8[0]); // times each entry's step
+    ref::tensor table = ref::to_ref(dsl::panels::unpack<i8b>(c.i8[0], {D, V}, 1)); // times each entry's step
     for (int v = 0; v < V; ++v)
       for (int d = 0; d < D; ++d)
         table(d, v) *= c.f[0](v);

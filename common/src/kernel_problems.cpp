@@ -223,7 +223,7 @@ problem embedding(shape_args& s) {
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   const bool split = s.get("split", 0) != 0; // positions' layout: sines then cosines
   p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"};
-  p.scalars = {i32_scalar("vocab", V), f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
+  p.scalars = {i32_scalar("vocab_size", V), f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
                bool_scalar("split_positions", split)};
   p.make = [=] {
     call_set c{{random_panels({D, V}, 1, 1), fb(D, T, B)}, {ib(T, B)}};

@@ -189,6 +189,9 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
       throw error("unknown vocabulary '" + o.actual + "' (src_vocab or tgt_vocab)");
     op.value = o.actual == "src_vocab" ? config_.src_vocab : config_.tgt_vocab;
     return op;
+  case role::model_width:
+    op.value = config_.d_model;
+    return op;
   case role::position:
   case role::decode_step:
   case role::layer_norm_eps:

@@ -79,20 +79,15 @@ std::vector<bool> inputs_first(std::size_t rank, int inputs) {
   return is_input;
 }
 
-// GEMM weights are stored in panels (dsl/panels.hpp), as the int8 GEMM kernels
-// read them; embedding tables in the dot-product layout.
-enum class int8_storage { panels, rows };
-void add_int8_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
-                   const std::string& name, int8_storage storage) {
+// Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read them.
+void add_int8_panels(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
+                     const std::string& name) {
   int in = 1;
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
   const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
   auto rows = gemm_layout(gemm_weight<int8_t>(dims, inputs), q.values.data(), inputs_first(dims.size(), inputs));
-  if (storage == int8_storage::panels)
-    into[name] = dsl::panels::pack<Halide::Runtime::Buffer<int8_t>>(rows, inputs);
-  else
-    into[name] = rows;
+  into[name] = dsl::panels::pack<Halide::Runtime::Buffer<int8_t>>(rows, inputs);
   fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;
@@ -110,7 +105,7 @@ void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, in
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
 // in the dot-product layout `dims` (its first `inputs` dims index the input:
 // PyTorch's rows as they are), as the kernels take it: float32 and int8 in
-// panels (dsl/panels.hpp; int8 with its steps, add_int8_rows), bfloat16 in rows.
+// panels (dsl/panels.hpp; int8 with its steps, add_int8_panels), bfloat16 in rows.
 struct gemm_shape {
   std::vector<int> dims;
   int inputs; // leading dims of `dims` that index the input
@@ -118,7 +113,7 @@ struct gemm_shape {
 void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
   if (type == gemm_weights::int8) {
-    add_int8_rows(w, s.dims, s.inputs, into, name, int8_storage::panels);
+    add_int8_panels(w, s.dims, s.inputs, into, name);
     return;
   }
   if (type == gemm_weights::bfloat16) {
@@ -128,6 +123,12 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
   fbuffer rows(s.dims);
   std::copy(w.begin(), w.end(), rows.data());
   into[name] = dsl::panels::pack<fbuffer>(rows, s.inputs);
+}
+
+// The layout add_gemm_weight stores a weight of `type` in: a key of
+// tensor_reader::repacked, so that one stored tensor is repacked once per layout.
+const char* layout_name(gemm_weights type) {
+  return type == gemm_weights::int8 ? "int8 panels" : type == gemm_weights::bfloat16 ? "bfloat16 rows" : "float32 panels";
 }
 
 // Reads the runtime's tensors (tensor_names.hpp) through the format's name table.
@@ -256,32 +257,25 @@ void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
 
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
   const int d = r.config().d_model;
-  const bool int8 = type == gemm_weights::int8;
-  if (type == gemm_weights::float32 && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
+  const gemm_weights table = type == gemm_weights::int8 ? gemm_weights::int8 : gemm_weights::float32;
+  if (table == type && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
       r.config().tgt_vocab == vocab) {
     layer_tensors generator;
     generator_weight(r, type, generator);
-    into[name] = generator.at("generator.weight");
+    for (const auto& [n, b] : generator) // the weight, and for int8 its steps
+      into[name + n.substr(std::string("generator.weight").size())] = b;
     return;
   }
-  r.repacked(name, int8 ? "int8 rows" : "float32 panels", into, name, [&](layer_tensors& one) {
-    const auto e = r.read(name, {vocab, d});
-    if (int8)
-      add_int8_rows(e, {d, vocab}, 1, one, "", int8_storage::rows);
-    else
-      add_gemm_weight(e, {{d, vocab}, 1}, gemm_weights::float32, one, "");
+  r.repacked(name, layout_name(table), into, name, [&](layer_tensors& one) {
+    add_gemm_weight(r.read(name, {vocab, d}), {{d, vocab}, 1}, table, one, "");
   });
 }
 
-// The generator's weight: float32 in panels, shared with the target table where
-// tied (embedding_table); int8, the table's values and steps again, in panels;
-// bfloat16 in rows.
+// The generator's weight: float32, or int8 with its steps, in panels, shared with
+// the target table where tied (embedding_table); bfloat16 in rows.
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
-  const char* layout = type == gemm_weights::int8       ? "int8 panels"
-                       : type == gemm_weights::bfloat16 ? "bfloat16 rows"
-                                                        : "float32 panels";
-  r.repacked("generator.weight", layout, into, "generator.weight", [&](layer_tensors& one) {
+  r.repacked("generator.weight", layout_name(type), into, "generator.weight", [&](layer_tensors& one) {
     add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}), {{c.d_model, c.tgt_vocab}, 1}, type, one, "");
   });
 }

@@ -77,7 +77,7 @@ struct output { // a kernel's output, by its name in the kernel's outputs() (lay
 struct param { // a scalar argument (eps, a flag, an offset)
   std::string name;
   dtype type = dtype::f32;
-  bool defines_extent = false; // extent_param: the extent of the dimension it is named after
+  std::string extent_of; // extent_param: the dimension whose extent it is ("" for other scalars)
 };
 struct contract { // sum over the dimensions shared by both operands and absent from the result
   std::string name;
@@ -163,12 +163,16 @@ template <class S, dtype D = dtype::i8> auto panel_input(std::string name, S s, 
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {
   return make<element<D>>(op::param{std::move(name), D}, hana::make_tuple());
 }
-// The extent of dimension `dim` as an int32 scalar argument named after it, for
-// a dimension no buffer holds exactly: a weight in panels pads its outputs to
+// The extent of dimension `dim` as an int32 scalar argument "<dim>_size", for a
+// dimension no buffer holds exactly: a weight in panels pads its outputs to
 // whole panel groups, so the embedding's table in panels cannot say its
-// vocabulary (whose end its token id check needs).
+// vocabulary (whose end its token id check needs), nor an int8 table its width.
+// Not named as the dimension: a Halide parameter and a Func's pure Var of one
+// name are one variable to the simplifier (the positions' `d < (d_model + 1) / 2`
+// became constant).
 template <class Dim> auto extent_param(Dim) {
-  return make<element<dtype::i32>>(op::param{std::string(Dim::type::name), dtype::i32, true}, hana::make_tuple());
+  const std::string dim{Dim::type::name};
+  return make<element<dtype::i32>>(op::param{dim + "_size", dtype::i32, dim}, hana::make_tuple());
 }
 
 // ---- linear algebra ----------------------------------------------------------------
@@ -408,7 +412,7 @@ struct argument {
   dtype type;
   std::vector<std::string> dims; // innermost first
   int panel_inputs = 0;          // panel_input: stored in panels (two dims more than `dims`)
-  bool defines_extent = false;   // extent_param: a scalar giving its namesake dimension's extent
+  std::string extent_of;         // extent_param: the dimension whose extent the scalar gives
   // The buffer's rank.
   int rank() const { return int(dims.size()) + (panel_inputs > 0 ? panels::extra_dims : 0); }
 };
@@ -419,7 +423,7 @@ template <class Op, class S, class E> argument describe(const tensor<Op, S, E>& 
   if constexpr (std::is_same_v<Op, op::input>)
     return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, leaf.op.panel_inputs};
   else
-    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, 0, leaf.op.defines_extent};
+    return {leaf.op.name, leaf.op.type, {names.begin(), names.end()}, 0, leaf.op.extent_of};
 }
 template <Tensor E> argument describe(const named_result<E>& r) {
   const auto names = dim_names(shape_t<E>{});

@@ -117,7 +117,7 @@ auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offs
     kernels::embedding_int8 k;
     return hana::unpack(common(k), [&](auto... o) {
       return run(k, o..., k.table >> weight(table, shape(d_model, vocab)),
-                 k.table_step >> weight(step_name(table), shape(vocab)));
+                 k.table_step >> weight(step_name(table), shape(vocab)), k.width >> model_width());
     });
   } else {
     kernels::embedding k;

@@ -244,13 +244,17 @@ struct logits_int8 {
   auto outputs() const { return hana::make_tuple(result("out", quantized_linear("logits", x, w, w_step, b))); }
 };
 
-// The embedding with an int8 table, one step per vocabulary entry (a token's row
-// quantized at load as the GEMM weights are); the same stages as embedding's.
+// The embedding with an int8 table in panels, one step per vocabulary entry (a
+// token's row quantized at load as the GEMM weights are: a tied table is the
+// logits' weight and steps); the same stages as embedding's. The steps' extent
+// is the vocabulary's (the panels pad it); d_model is an argument, since int8
+// panels store 4 inputs per line and so pad it too.
 struct embedding_int8 {
   static constexpr std::string_view name = "embedding_int8", schedule = "embedding";
-  decltype(input("table", shape(d_model, vocab), i8)) table = input("table", shape(d_model, vocab), i8);
+  decltype(panel_input("table", shape(d_model, vocab), 1, i8)) table = panel_input("table", shape(d_model, vocab), 1, i8);
   decltype(input("table_step", shape(vocab))) table_step = input("table_step", shape(vocab));
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
+  decltype(extent_param(d_model)) width = extent_param(d_model);
   decltype(param("scale")) scale = param("scale");
   decltype(param("offset", i32)) offset = param("offset", i32);
   decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
@@ -259,7 +263,7 @@ struct embedding_int8 {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
                          sinusoidal("positions", d_model, t, offset, split_positions));
   }
-  auto inputs() const { return hana::make_tuple(table, table_step, ids, scale, offset, split_positions); }
+  auto inputs() const { return hana::make_tuple(table, table_step, ids, width, scale, offset, split_positions); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 

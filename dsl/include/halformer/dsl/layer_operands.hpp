@@ -28,6 +28,7 @@ enum class role {
   embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
   split_positions, // a scalar: the configuration's sinusoid layout (true: sines then cosines)
   vocabulary,      // a scalar: a sequence's vocabulary size ("src_vocab", "tgt_vocab")
+  model_width,     // a scalar: the configuration's d_model
   tokens,          // the call's token ids (t, batch), int32
   picked,          // greedy decoding's chosen ids (t, batch), int32, written by the step
 };
@@ -35,7 +36,7 @@ enum class role {
 // Whether an operand of this role is a scalar argument (not a buffer).
 constexpr bool is_scalar(role r) {
   return r == role::constant || r == role::position || r == role::decode_step || r == role::layer_norm_eps ||
-         r == role::embedding_scale || r == role::split_positions || r == role::vocabulary;
+         r == role::embedding_scale || r == role::split_positions || r == role::vocabulary || r == role::model_width;
 }
 
 // A tensor (or scalar) of the model, with its role.
@@ -64,6 +65,7 @@ inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding
 inline scalar_ref split_positions() { return {"split_positions", role::split_positions}; }
 // The vocabulary of the sequence Seq's tokens (src or tgt).
 template <class Seq> scalar_ref vocabulary(Seq) { return {std::string(Seq::type::name) + "_vocab", role::vocabulary}; }
+inline scalar_ref model_width() { return {"d_model", role::model_width}; }
 template <class S> tensor_ref<S> tokens(S) { return {"tokens", role::tokens}; }
 template <class S> tensor_ref<S> picked(S) { return {"picked", role::picked}; }
 

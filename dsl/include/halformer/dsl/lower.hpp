@@ -137,10 +137,8 @@ public:
   }
   // A scalar by its description; an extent_param's value is its dimension's extent.
   void bind_scalar(const argument& leaf, Halide::Expr value) {
-    if (leaf.defines_extent) {
-      if (!extents_.emplace(leaf.name, value).second)
-        throw std::logic_error("bind " + leaf.name + ": an input already defines that dimension's extent");
-    }
+    if (!leaf.extent_of.empty() && !extents_.emplace(leaf.extent_of, value).second)
+      throw std::logic_error("bind " + leaf.name + ": an input already defines the extent of " + leaf.extent_of);
     scalars_[leaf.name] = std::move(value);
   }
 
