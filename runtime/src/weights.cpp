@@ -253,19 +253,12 @@ void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, 
 // weight's buffer, held once; int8 tables are quantized per token's row, as a
 // GEMM weight's output rows, and kept in rows (the generator's int8 weight holds
 // the same values in panels); a bfloat16 model's tables are float32 panels.
-void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into);
-
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
+  // float32, or int8 with its steps, in panels (bfloat16 models keep float32
+  // tables): a tied table is the generator's tensor in the generator's layout,
+  // so `repacked` hands out the generator's buffers.
   const int d = r.config().d_model;
   const gemm_weights table = type == gemm_weights::int8 ? gemm_weights::int8 : gemm_weights::float32;
-  if (table == type && r.config().tied_output && r.stored(name) == r.stored("generator.weight") &&
-      r.config().tgt_vocab == vocab) {
-    layer_tensors generator;
-    generator_weight(r, type, generator);
-    for (const auto& [n, b] : generator) // the weight, and for int8 its steps
-      into[name + n.substr(std::string("generator.weight").size())] = b;
-    return;
-  }
   r.repacked(name, layout_name(table), into, name, [&](layer_tensors& one) {
     add_gemm_weight(r.read(name, {vocab, d}), {{d, vocab}, 1}, table, one, "");
   });
