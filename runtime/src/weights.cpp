@@ -13,6 +13,17 @@
 
 namespace halformer {
 
+namespace {
+// Rounds half to even, as std::nearbyint in the default rounding mode, inline
+// (nearbyint is a libm call unless the build targets SSE4.1: a third of an int8
+// model's load): adding 1.5 x 2^23 leaves no bits for a fraction, which the
+// addition rounds away, for any |v| < 2^22 (a quantized value is within 127.5).
+float round_half_even(float v) {
+  constexpr float shifter = 12582912.0f;
+  return (v + shifter) - shifter;
+}
+} // namespace
+
 quantized_rows quantize_rows(const std::vector<float>& w, int out, int in) {
   quantized_rows q;
   q.values.resize(w.size());
@@ -25,7 +36,7 @@ quantized_rows quantize_rows(const std::vector<float>& w, int out, int in) {
     const float step = amax / 127.0f, inverse = step > 0 ? 1.0f / step : 0.0f;
     q.steps[std::size_t(o)] = step;
     for (int i = 0; i < in; ++i)
-      q.values[std::size_t(o) * in + i] = int8_t(std::clamp(std::nearbyint(row[i] * inverse), -127.0f, 127.0f));
+      q.values[std::size_t(o) * in + i] = int8_t(std::clamp(round_half_even(row[i] * inverse), -127.0f, 127.0f));
   }
   return q;
 }
@@ -46,37 +57,17 @@ std::size_t model_weights::bytes() const {
 }
 
 namespace {
-// A GEMM weight `b` (a kernel's layout, halformer/weight_layout.hpp) filled from
-// PyTorch's [out][in] rows: the dims marked in `is_input` index the input feature
-// and the others the output (each flattened, its first dim fastest).
-template <class T>
-Halide::Runtime::Buffer<T> gemm_layout(Halide::Runtime::Buffer<T> b, const T* rows, const std::vector<bool>& is_input) {
-  std::vector<int> dims;
+// PyTorch's [out][in] rows `rows` copied into the row layout `b`
+// (halformer/weight_layout.hpp), whose first `inputs` dims hold a row: the
+// dot-product order as it is, each row starting one (padded) row stride on.
+template <class T> Halide::Runtime::Buffer<T> into_rows(Halide::Runtime::Buffer<T> b, const T* rows, int inputs) {
+  std::size_t row = 1, count = 1;
   for (int d = 0; d < b.dimensions(); ++d)
-    dims.push_back(b.dim(d).extent());
-  int in = 1;
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    in *= is_input[d] ? dims[d] : 1;
-  b.for_each_element([&](const int* pos) {
-    std::size_t o = 0, i = 0, o_scale = 1, i_scale = 1;
-    for (std::size_t d = 0; d < dims.size(); ++d) {
-      std::size_t& index = is_input[d] ? i : o;
-      std::size_t& scale = is_input[d] ? i_scale : o_scale;
-      index += std::size_t(pos[d]) * scale, scale *= std::size_t(dims[d]);
-    }
-    b(pos) = rows[o * std::size_t(in) + i];
-  });
+    (d < inputs ? row : count) *= std::size_t(b.dim(d).extent());
+  const auto stride = std::size_t(b.dim(inputs).stride());
+  for (std::size_t o = 0; o < count; ++o)
+    std::copy_n(rows + o * row, row, b.data() + o * stride);
   return b;
-}
-
-// PyTorch [out][in] rows `w` quantized per row into the int8 layout `dims` (its
-// first `inputs` dims index the input), under `name`, and their steps (the
-// remaining dims) under dsl::layers::step_name(name).
-// The dims of a dot-product layout of `rank` dims that index the input: its first `inputs`.
-std::vector<bool> inputs_first(std::size_t rank, int inputs) {
-  std::vector<bool> is_input(rank, false);
-  std::fill_n(is_input.begin(), inputs, true);
-  return is_input;
 }
 
 // Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read them.
@@ -86,8 +77,7 @@ void add_int8_panels(const std::vector<float>& w, const std::vector<int>& dims, 
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
   const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
-  auto rows = gemm_layout(gemm_weight<int8_t>(dims, inputs), q.values.data(), inputs_first(dims.size(), inputs));
-  into[name] = dsl::panels::pack<Halide::Runtime::Buffer<int8_t>>(rows, inputs);
+  into[name] = dsl::panels::pack_rows<Halide::Runtime::Buffer<int8_t>>(q.values.data(), dims, inputs);
   fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;
@@ -99,7 +89,7 @@ void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, in
                    const std::string& name) {
   std::vector<uint16_t> bits(w.size());
   std::transform(w.begin(), w.end(), bits.begin(), ref::bf16_bits);
-  into[name] = gemm_layout(bf16_gemm_weight(dims, inputs), bits.data(), inputs_first(dims.size(), inputs));
+  into[name] = into_rows(bf16_gemm_weight(dims, inputs), bits.data(), inputs);
 }
 
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
@@ -120,15 +110,15 @@ void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weig
     add_bf16_rows(w, s.dims, s.inputs, into, name);
     return;
   }
-  fbuffer rows(s.dims);
-  std::copy(w.begin(), w.end(), rows.data());
-  into[name] = dsl::panels::pack<fbuffer>(rows, s.inputs);
+  into[name] = dsl::panels::pack_rows<fbuffer>(w.data(), s.dims, s.inputs);
 }
 
 // The layout add_gemm_weight stores a weight of `type` in: a key of
 // tensor_reader::repacked, so that one stored tensor is repacked once per layout.
 const char* layout_name(gemm_weights type) {
-  return type == gemm_weights::int8 ? "int8 panels" : type == gemm_weights::bfloat16 ? "bfloat16 rows" : "float32 panels";
+  return type == gemm_weights::int8       ? "int8 panels"
+         : type == gemm_weights::bfloat16 ? "bfloat16 rows"
+                                          : "float32 panels";
 }
 
 // Reads the runtime's tensors (tensor_names.hpp) through the format's name table.
