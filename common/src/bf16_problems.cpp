@@ -36,31 +36,15 @@ problem logits(shape_args& s) {
 
 // The head projections with bfloat16 weights (d_model, d_k, heads).
 problem head_projection(shape_args& s, const std::string& which) {
-  problem p;
-  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  const int n = int(which.size());
-  name_head_projections(p, which, weight_type::bf16);
-  p.make = [=] {
-    call_set c{{random({D, T, B}, 1)}};
-    for (int k = 0; k < n; ++k)
-      c.bf16.push_back(random_bf16_weight({D, DK, H}, 1, 1 / std::sqrt(float(D))));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(random({DK, H}, 0.1f));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(fb(DK, T, H, B));
-    return c;
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    for (int k = 0; k < n; ++k) {
-      const auto w = int8::bf16_weight_to_ref(c.bf16[k], 1), bias = ref::to_ref(c.f[1 + k]);
-      const fb& out = c.f[1 + n + k];
-      for (auto [t, b] : sample_rows(T, B))
-        compare_heads(out, ref::bf16_linear(row3(c.f[0], t, b), w, bias), t, b, m);
-    }
-  };
-  p.flops = 2.0 * n * D * D * T * B, p.bytes = 2.0 * n * D * D + 4.0 * (n * D + (1 + n) * D * T * B);
-  p.gemms.assign(std::size_t(n), {T * B, D, D});
-  return p;
+  const int D = s["d_k"] * s["heads"];
+  return head_projections(s, which,
+                          {weight_type::bf16, 2.0,
+                           [D](call_set& c, const std::vector<int>& dims) {
+                             c.bf16.push_back(random_bf16_weight(dims, 1, 1 / std::sqrt(float(D))));
+                           },
+                           [](const call_set& c, int k) { return int8::bf16_weight_to_ref(c.bf16[std::size_t(k)], 1); },
+                           [](const call_set&, int, const ref::tensor& x, const ref::tensor& w,
+                              const ref::tensor& bias) { return ref::bf16_linear(x, w, bias); }});
 }
 
 // The out projection with bfloat16 weights (d_k, heads, d_model).

@@ -59,31 +59,19 @@ problem logits(shape_args& s) {
 
 // The head projections with int8 weights (d_model, d_k, heads).
 problem head_projection(shape_args& s, const std::string& which) {
-  problem p;
-  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  const int n = int(which.size());
-  name_head_projections(p, which, weight_type::int8);
-  p.make = [=] {
-    call_set c{{random({D, T, B}, 1)}};
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(int8_steps({DK, H}, D)), c.i8.push_back(random_int8_panels({D, DK, H}, 1));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(random({DK, H}, 0.1f));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(fb(DK, T, H, B));
-    return c;
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    for (int k = 0; k < n; ++k) {
-      const auto w = int8_panels_to_ref(c.i8[k], {D, DK, H}, 1), steps = ref::to_ref(c.f[1 + k]),
-                 bias = ref::to_ref(c.f[1 + n + k]);
-      const fb& out = c.f[1 + 2 * n + k];
-      for (auto [t, b] : sample_rows(T, B))
-        compare_heads(out, ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
-    }
-  };
-  p.flops = 2.0 * n * D * D * T * B, p.bytes = n * D * D + 4.0 * (2 * n * D + (1 + n) * D * T * B);
-  p.gemms.assign(std::size_t(n), {T * B, D, D});
+  const int DK = s["d_k"], H = s["heads"], D = DK * H;
+  problem p = head_projections(
+      s, which,
+      {weight_type::int8, 1.0,
+       [D](call_set& c, const std::vector<int>& dims) {
+         c.f.push_back(int8_steps({dims[1], dims[2]}, D)), c.i8.push_back(random_int8_panels(dims, 1));
+       },
+       [=](const call_set& c, int k) {
+         return int8_panels_to_ref(c.i8[std::size_t(k)], {D, DK, H}, 1);
+       },
+       [](const call_set& c, int k, const ref::tensor& x, const ref::tensor& w, const ref::tensor& bias) {
+         return ref::quantized_linear(x, w, ref::to_ref(c.f[std::size_t(1 + k)]), bias);
+       }});
   p.tolerance = 1e-6; // as logits_int8
   return p;
 }

@@ -61,31 +61,17 @@ problem ffn(shape_args& s, ref::activation act) {
 
 // which: the projections computed, e.g. "qkv".
 problem head_projection(shape_args& s, const std::string& which) {
-  problem p;
-  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  const int n = int(which.size());
-  name_head_projections(p, which, weight_type::float32);
-  p.make = [=] {
-    call_set c{{random({D, T, B}, 1)}};
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(random_panels({D, DK, H}, 1, 1 / std::sqrt(float(D))));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(random({DK, H}, 0.1f));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(fb(DK, T, H, B));
-    return c;
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    for (int k = 0; k < n; ++k) {
-      const auto w = panels_to_ref(c.f[1 + k], {D, DK, H}, 1), bias = ref::head_bias_to_ref(c.f[1 + n + k]);
-      const fb& out = c.f[1 + 2 * n + k];
-      for (auto [t, b] : sample_rows(T, B))
-        compare_heads(out, ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
-    }
-  };
-  p.flops = 2.0 * n * D * D * T * B, p.bytes = 4.0 * (n * D * D + (1 + n) * D * T * B);
-  p.gemms.assign(std::size_t(n), {T * B, D, D});
-  return p;
+  const int DK = s["d_k"], H = s["heads"], D = DK * H;
+  return head_projections(s, which,
+                          {weight_type::float32, 4.0,
+                           [D](call_set& c, const std::vector<int>& dims) {
+                             c.f.push_back(random_panels(dims, 1, 1 / std::sqrt(float(D))));
+                           },
+                           [=](const call_set& c, int k) {
+                             return panels_to_ref(c.f[std::size_t(1 + k)], {D, DK, H}, 1);
+                           },
+                           [](const call_set&, int, const ref::tensor& x, const ref::tensor& w,
+                              const ref::tensor& bias) { return ref::linear(x, w, bias); }});
 }
 
 problem out_projection(shape_args& s) {

@@ -150,12 +150,24 @@ ref::tensor row3(const fb& x, int t, int b);
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
 // A head-layout output's row (d_k, t, heads, batch at t, b) against want (heads x d_k).
 void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
-// The argument names of the head projections `which` (e.g. "qkv") with weights of
-// `weights`: x, then the float inputs (float32 weights, or with int8 weights their
-// steps w_<p>_step), the biases and the outputs; int8 weights w_<p> go to
-// i8_names, bfloat16 ones to bf16_names.
+// The head projections `which` (e.g. "qkv") with weights (d_model, d_k, heads)
+// of one type. Arguments: x, then the float inputs (float32 weights, or with
+// int8 weights their steps w_<p>_step), the biases and the outputs; int8 weights
+// w_<p> are i8 inputs, bfloat16 ones bf16 inputs.
 enum class weight_type { float32, int8, bf16 };
-void name_head_projections(problem& p, const std::string& which, weight_type weights);
+struct head_weights {
+  weight_type type;
+  double bytes; // of a weight element
+  // Adds one projection's random weight of `dims` (its float input, if any, to f).
+  std::function<void(call_set&, const std::vector<int>& dims)> add;
+  // Projection k's weight as a reference (out, in), converted once per verify.
+  std::function<ref::tensor(const call_set&, int k)> reference;
+  // Projection k's output for the input row x: its reference weight w, the bias.
+  std::function<ref::tensor(const call_set&, int k, const ref::tensor& x, const ref::tensor& w,
+                            const ref::tensor& bias)>
+      linear;
+};
+problem head_projections(shape_args& s, const std::string& which, const head_weights& w);
 // The (t, b) rows verify() compares: first, last and a few in between, or every
 // row after verify_every_row(true) (the kernel tests).
 std::vector<std::pair<int, int>> sample_rows(int T, int B);

@@ -34,9 +34,9 @@ inline void greedy_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func
                                          {log_probs, "pick_log_prob_max", "pick_log_prob"},
                                          {log_probs, "pick_log_prob_sum", "pick_log_prob"}}) {
     Func f = ctx.stage(stage);
-    f.compute_at(out, Var("rt"));
+    f.compute_at(out, row_in_task());
     if (!in.conditioned()) // rfactor rewrites the reduction for every branch: once, in the general one
-      reduction_in_lanes(f, ctx.rdom(rdom), vec, 4).compute_at(out, Var("rt"));
+      reduction_in_lanes(f, ctx.rdom(rdom), vec, 4).compute_at(out, row_in_task());
   }
 }
 
@@ -52,9 +52,9 @@ inline void beam_candidates(const dsl::lowering& ctx, Halide::Func chunk_max, Ha
   in.update(ctx.stage("candidates_chunk_best")).atomic().vectorize(ctx.rdom("candidates_chunk").x);
   in_row_tasks(in(top_log_prob), k["rows_per_task"]);
   for (const char* s : {"candidates_log_prob_max", "candidates_log_prob_sum"}) {
-    ctx.stage(s).compute_at(top_log_prob, Var("rt"));
+    ctx.stage(s).compute_at(top_log_prob, row_in_task());
     if (!in.conditioned()) // rfactor rewrites the reduction for every branch: once, in the general one
-      reduction_in_lanes(ctx.stage(s), ctx.rdom("candidates_log_prob"), vec, 4).compute_at(top_log_prob, Var("rt"));
+      reduction_in_lanes(ctx.stage(s), ctx.rdom("candidates_log_prob"), vec, 4).compute_at(top_log_prob, row_in_task());
   }
 }
 

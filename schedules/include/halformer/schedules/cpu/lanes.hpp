@@ -7,13 +7,17 @@
 
 namespace halformer::schedules::cpu {
 
-// `s`'s rows (t, batch) fused and split into parallel tasks of `rows` rows; the
-// loop over a task's rows is "rt". A task of fewer rows (the last, or every
+// The loop over a row task's rows (in_row_tasks): where the stages a row needs
+// are computed.
+inline Halide::Var row_in_task() { return Halide::Var("rt"); }
+
+// `s`'s rows (t, batch) fused and split into parallel tasks of `rows` rows, the
+// rows of a task in row_in_task(). A task of fewer rows (the last, or every
 // task of a call with fewer rows) runs the guarded copy of the loops inside.
 inline Halide::Stage in_row_tasks(Halide::Stage s, int rows) {
   using namespace Halide;
-  Var t("t"), b("batch"), row("row"), rt("rt");
-  return s.fuse(t, b, row).split(row, row, rt, rows, TailStrategy::GuardWithIf).parallel(row);
+  Var t("t"), b("batch"), row("row");
+  return s.fuse(t, b, row).split(row, row, row_in_task(), rows, TailStrategy::GuardWithIf).parallel(row);
 }
 
 // `f`'s update, a reduction over `r` (r.x innermost), in `vectors` x `vec`

@@ -66,7 +66,7 @@ inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int ve
   f.compute_root();
   in_row_tasks(f, input_rows_per_task);
   in_row_tasks(f.update(), input_rows_per_task);
-  lanes.compute_at(f, Halide::Var("rt"));
+  lanes.compute_at(f, row_in_task());
 }
 
 // An input's rows at root, before the GEMM reads them: its features innermost,
@@ -107,7 +107,7 @@ struct int8_inputs {
     const int vec = target.natural_vector_size<int32_t>();
     Halide::Func step = ctx.stage(name + "_step");
     step.compute_root();
-    in_row_tasks(step, input_rows_per_task).vectorize(Halide::Var("rt"), vec, Halide::TailStrategy::GuardWithIf);
+    in_row_tasks(step, input_rows_per_task).vectorize(row_in_task(), vec, Halide::TailStrategy::GuardWithIf);
     row_reduction_in_lanes(ctx.stage(name + "_step_max"), ctx.rdom(name + "_step"), vec);
     if (!ctx.int8_quads) {
       rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)

@@ -39,7 +39,7 @@ inline Halide::Var rows_loop(Halide::Func out, const std::string& n, const Halid
   const int w = vec * k["vectors"];
   in(out).specialize(n_extent >= w).split(x, xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi, vec).unroll(xi);
   in(out).split(x, xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
-  return Var("rt");
+  return row_in_task();
 }
 inline void reduction(Halide::Func f, const Halide::RDom& r, const Halide::Target& target, const knob_values& k,
                       const bucket_scope& in) {
