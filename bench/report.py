@@ -27,9 +27,14 @@ def fmt_ms(d, key="median_ms"):
     return f"{d[key]:.4g} ({d[lo]:.3g}-{d[hi]:.3g})"
 
 
+def fmt_load(system):
+    """The model load's median seconds (the loader's own timer; '-' where a system has none)."""
+    return f"{system['load_s']:.2f}" if system.get("load_s") is not None else "-"
+
+
 def e2e_table(cases):
-    L = ["| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | same output |",
-         "|---|---|---|---|---|---|---|---|"]
+    L = ["| case | system | s per batch | tokens/s | vs CTranslate2 | vs PyTorch | peak RSS MB | load s | same output |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for r in cases:
         s = r["systems"]
         for name in ("halformer", "ctranslate2", "pytorch"):
@@ -39,7 +44,7 @@ def e2e_table(cases):
             vc = f"{x['tokens_per_s'] / s['ctranslate2']['tokens_per_s']:.2f}x" if "ctranslate2" in s else "n/a"
             vp = f"{x['tokens_per_s'] / s['pytorch']['tokens_per_s']:.2f}x" if "pytorch" in s else "not run"
             L.append(f"| {r['label']} | {name} | {fmt_ms(x, 'median_s')} | {x['tokens_per_s']:.1f} | {vc} | {vp} | "
-                     f"{x['peak_rss_mb']:.0f} | {x.get('same_output_as_halformer', '-')} |")
+                     f"{x['peak_rss_mb']:.0f} | {fmt_load(x)} | {x.get('same_output_as_halformer', '-')} |")
     return L
 
 
@@ -102,7 +107,8 @@ def e2e_sections(a, res):
           "Transformer-base (pre-norm, random weights, vocab 32000; EOS suppressed so every system decodes exactly "
           f"{res['new_tokens']} tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
           "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
-          "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's.", "",
+          "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's. "
+          "Load s: loading the model (read, quantized where int8, repacked), not part of s per batch.", "",
           ] + e2e_table(res["e2e"])
     L += ["", "Not measured: CTranslate2 encode (its Translator has no encoder-only call)"
           + ("" if a.full else "; PyTorch beam-4 at batch 32 (about 10 minutes; `--full` runs it)") + ".", ""]

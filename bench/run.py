@@ -342,6 +342,7 @@ def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, sam
         c = combine(rs)
         res["systems"][name] = {**c, "tokens": rs[0]["tokens"], "tokens_per_s": rs[0]["tokens"] / c["median_s"],
                                 "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+                                "load_s": statistics.median(x["load_s"] for x in rs) if "load_s" in rs[0] else None,
                                 "first_tokens": rs[0].get("first_tokens", [])}
     # Output agreement with halformer (same weights; float32 differences may flip near-ties).
     ours = res["systems"]["halformer"]["first_tokens"]

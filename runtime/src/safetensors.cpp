@@ -138,6 +138,13 @@ void safetensors_file::parse() {
 }
 
 std::vector<float> safetensors_file::read_f32(const std::string& name, const std::vector<std::int64_t>& shape) const {
+  std::vector<float> out;
+  read_f32(name, shape, out);
+  return out;
+}
+
+void safetensors_file::read_f32(const std::string& name, const std::vector<std::int64_t>& shape,
+                                std::vector<float>& out) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
     throw error("model is missing tensor '" + name + "' (" + path_ + ")");
@@ -146,7 +153,7 @@ std::vector<float> safetensors_file::read_f32(const std::string& name, const std
     throw error("tensor '" + name + "' has dtype " + info.dtype + "; only F32 is supported");
   if (info.shape != shape)
     throw error("tensor '" + name + "' has shape " + shape_text(info.shape) + ", expected " + shape_text(shape));
-  std::vector<float> out((info.end - info.begin) / 4);
+  out.resize((info.end - info.begin) / 4);
   const std::uint8_t* src = base_ + data_start_ + info.begin;
   std::memcpy(out.data(), src, info.end - info.begin);
   // Each tensor is read once (then repacked): drop its pages from this process so
@@ -160,7 +167,6 @@ std::vector<float> safetensors_file::read_f32(const std::string& name, const std
     if (last > first)
       madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   }
-  return out;
 }
 
 } // namespace halformer

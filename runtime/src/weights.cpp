@@ -8,8 +8,12 @@
 #include "tensor_names.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <thread>
 
 namespace halformer {
 
@@ -24,7 +28,7 @@ float round_half_even(float v) {
 }
 } // namespace
 
-quantized_rows quantize_rows(const std::vector<float>& w, int out, int in) {
+quantized_rows quantize_rows(std::span<const float> w, int out, int in) {
   quantized_rows q;
   q.values.resize(w.size());
   q.steps.resize(std::size_t(out));
@@ -71,7 +75,7 @@ template <class T> Halide::Runtime::Buffer<T> into_rows(Halide::Runtime::Buffer<
 }
 
 // Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read them.
-void add_int8_panels(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
+void add_int8_panels(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                      const std::string& name) {
   int in = 1;
   for (int d = 0; d < inputs; ++d)
@@ -85,7 +89,7 @@ void add_int8_panels(const std::vector<float>& w, const std::vector<int>& dims, 
 
 // PyTorch [out][in] rows `w` rounded to bfloat16 (to nearest even) in the
 // dot-product layout `dims` (its first `inputs` dims index the input), under `name`.
-void add_bf16_rows(const std::vector<float>& w, const std::vector<int>& dims, int inputs, layer_tensors& into,
+void add_bf16_rows(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                    const std::string& name) {
   std::vector<uint16_t> bits(w.size());
   std::transform(w.begin(), w.end(), bits.begin(), ref::bf16_bits);
@@ -100,7 +104,7 @@ struct gemm_shape {
   std::vector<int> dims;
   int inputs; // leading dims of `dims` that index the input
 };
-void add_gemm_weight(const std::vector<float>& w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
+void add_gemm_weight(std::span<const float> w, const gemm_shape& s, gemm_weights type, layer_tensors& into,
                      const std::string& name) {
   if (type == gemm_weights::int8) {
     add_int8_panels(w, s.dims, s.inputs, into, name);
@@ -140,8 +144,12 @@ public:
     throw error("model is missing tensor " + all + " (" + name + ", " + f_.path() + ")");
   }
 
-  // `name`'s values, checked to have `shape`.
-  std::vector<float> read(const std::string& name, const std::vector<std::int64_t>& shape) const {
+  // `name`'s values, checked to have `shape`: a view, valid until the next read.
+  // Row blocks of one stored tensor come one after another (Q, K, V of an
+  // in_proj): it is read once for all of them. Every tensor is read into one
+  // buffer, kept between reads: a new one per tensor was faulted in page by
+  // page and unmapped again (40% of an int8 model's page faults).
+  std::span<const float> read(const std::string& name, const std::vector<std::int64_t>& shape) const {
     tensor_source s = tensor_source_of(c_, name);
     const std::string from = stored(name);
     if (s.leading_rows) { // as many rows as stored, if at least `shape[0]`
@@ -150,25 +158,26 @@ public:
       if (!stored_shape.empty() && stored_shape[0] > shape[0])
         s.stored_shape[0] = stored_shape[0];
     }
-    if (s.stored_shape.empty())
-      return f_.read_f32(from, shape);
-    // Row blocks of one stored tensor come one after another (Q, K, V of an
-    // in_proj): it is read once for all of them.
-    if (whole_name_ != from) {
-      whole_ = f_.read_f32(from, s.stored_shape);
-      whole_name_ = from;
+    if (read_name_ != from) {
+      read_name_.clear(); // until read: a failed read leaves no stale name
+      f_.read_f32(from, s.stored_shape.empty() ? shape : s.stored_shape, read_);
+      read_name_ = from;
     }
-    std::vector<float> once; // an embedding table's leading rows: read once, not kept
-    if (s.leading_rows)
-      once.swap(whole_), whole_name_.clear();
-    const std::vector<float>& all = s.leading_rows ? once : whole_;
     std::size_t n = 1, row = 1;
     for (std::size_t d = 0; d < shape.size(); ++d)
       n *= std::size_t(shape[d]), row *= d > 0 ? std::size_t(shape[d]) : 1;
     const std::size_t begin = std::size_t(s.first_row) * row;
-    if (begin + n > all.size())
+    if (begin + n > read_.size())
       throw error("tensor '" + from + "' is too small to hold " + name);
-    return {all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + n)};
+    return std::span<const float>(read_).subspan(begin, n);
+  }
+
+  // The buffer of the last read, freed: after the largest tensors (the tables
+  // and the generator), so that the load's peak memory holds it only while
+  // they are repacked.
+  void release() const {
+    read_name_.clear();
+    std::vector<float>().swap(read_);
   }
 
   fbuffer vector(const std::string& name, int n) const {
@@ -200,8 +209,8 @@ private:
   const safetensors_file& f_;
   const model_config& c_;
   std::map<std::string, layer_tensors> repacked_; // by stored name and layout; "" the weight, else a suffix
-  mutable std::string whole_name_;                // the stored tensor whose row blocks read() hands out
-  mutable std::vector<float> whole_;
+  mutable std::string read_name_;                 // the stored tensor read_ holds
+  mutable std::vector<float> read_;
 };
 
 // A layer's self- or cross-attention (`kind`) as "<as>.w_q" etc.
@@ -264,32 +273,72 @@ void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) 
 }
 } // namespace
 
-model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type) {
+namespace {
+// `count` jobs on at most `threads` threads (this one among them); the first
+// exception a job throws is rethrown here once all have stopped.
+template <class Job> void run_jobs(std::size_t count, int threads, Job job) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failed;
+  std::mutex failed_mutex;
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < count;)
+      try {
+        job(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed)
+          failed = std::current_exception();
+        next = count; // no further jobs
+      }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(count, std::size_t(std::max(1, threads))); ++t)
+    helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers)
+    h.join();
+  if (failed)
+    std::rethrow_exception(failed);
+}
+
+void encoder_layer(const tensor_reader& r, int l, gemm_weights type, layer_tensors& t) {
+  const std::string layer = "encoder." + std::to_string(l) + ".";
+  attention_weights(r, layer, "self_attn", "self_attn", type, t);
+  ffn_and_norms(r, layer, 2, type, t);
+}
+
+void decoder_layer(const tensor_reader& r, int l, gemm_weights type, layer_tensors& t) {
+  const std::string layer = "decoder." + std::to_string(l) + ".";
+  attention_weights(r, layer, "self_attn", "self_attn", type, t);
+  attention_weights(r, layer, "cross_attn", "multihead_attn", type, t);
+  ffn_and_norms(r, layer, 3, type, t);
+}
+} // namespace
+
+model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type, int threads) {
   model_weights w;
   w.gemms = type;
   tensor_reader r(f, c);
   embedding_table(r, "src_embed", c.src_vocab, type, w.top);
   embedding_table(r, "tgt_embed", c.tgt_vocab, type, w.top);
-  for (int l = 0; l < c.num_encoder_layers; ++l) {
-    const std::string layer = "encoder." + std::to_string(l) + ".";
-    layer_tensors t;
-    attention_weights(r, layer, "self_attn", "self_attn", type, t);
-    ffn_and_norms(r, layer, 2, type, t);
-    w.encoder.push_back(std::move(t));
-  }
-  for (int l = 0; l < c.num_decoder_layers; ++l) {
-    const std::string layer = "decoder." + std::to_string(l) + ".";
-    layer_tensors t;
-    attention_weights(r, layer, "self_attn", "self_attn", type, t);
-    attention_weights(r, layer, "cross_attn", "multihead_attn", type, t);
-    ffn_and_norms(r, layer, 3, type, t);
-    w.decoder.push_back(std::move(t));
-  }
+  generator_weight(r, type, w.top);
+  r.release(); // the tables and the generator, the largest tensors, first
+  // The layers in parallel, each with a reader of its own: a layer's reads,
+  // quantization and packing touch only its own tensors and buffers.
+  const auto encoders = std::size_t(c.num_encoder_layers);
+  w.encoder.resize(encoders);
+  w.decoder.resize(std::size_t(c.num_decoder_layers));
+  run_jobs(w.encoder.size() + w.decoder.size(), threads, [&](std::size_t i) {
+    const tensor_reader own(f, c);
+    if (i < encoders)
+      encoder_layer(own, int(i), type, w.encoder[i]);
+    else
+      decoder_layer(own, int(i - encoders), type, w.decoder[i - encoders]);
+  });
   if (c.final_norm)
     for (const std::string part : {"encoder_norm.", "decoder_norm."})
       for (const std::string v : {"weight", "bias"})
         w.top[part + v] = r.vector(part + v, c.d_model);
-  generator_weight(r, type, w.top);
   w.top["generator.bias"] = r.vector("generator.bias", c.tgt_vocab);
   return w;
 }

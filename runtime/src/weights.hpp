@@ -19,6 +19,7 @@
 #include <HalideBuffer.h>
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,9 @@ struct model_weights {
   layer_tensors top;
   std::vector<layer_tensors> encoder, decoder;
 
+  // The layers are repacked on `threads` threads.
   static model_weights load(const safetensors_file& file, const model_config& config,
-                            gemm_weights gemms = gemm_weights::float32);
+                            gemm_weights gemms = gemm_weights::float32, int threads = 1);
   std::size_t bytes() const; // resident weight bytes
 };
 
@@ -52,6 +54,6 @@ struct quantized_rows {
   std::vector<int8_t> values; // [out][in]
   std::vector<float> steps;   // [out]
 };
-quantized_rows quantize_rows(const std::vector<float>& w, int out, int in);
+quantized_rows quantize_rows(std::span<const float> w, int out, int in);
 
 } // namespace halformer

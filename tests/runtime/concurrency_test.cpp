@@ -1,10 +1,13 @@
 // One loaded Model serving several threads: concurrent translate() and forward()
 // calls (each with its own executor) give exactly what the same calls give one
-// after another.
+// after another; and the loader's threads give what one gives.
 #include "fixtures.hpp"
+#include "safetensors.hpp"
+#include "weights.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -92,4 +95,52 @@ TEST_CASE("concurrent calls on one model give the sequential results", "[concurr
   }
   for (const auto& f : forward_concurrent)
     CHECK(f == forward_sequential);
+}
+
+namespace {
+// Same type, extents and element bytes (padding between rows not compared).
+bool same_values(const halformer::weight_buffer& a, const halformer::weight_buffer& b) {
+  if (a.type() != b.type() || a.dimensions() != b.dimensions())
+    return false;
+  for (int d = 0; d < a.dimensions(); ++d)
+    if (a.dim(d).min() != b.dim(d).min() || a.dim(d).extent() != b.dim(d).extent())
+      return false;
+  bool same = true;
+  a.for_each_element([&](const int* pos) {
+    same = same && std::memcmp(a.raw_buffer()->address_of(pos), b.raw_buffer()->address_of(pos),
+                               std::size_t(a.type().bytes())) == 0;
+  });
+  return same;
+}
+} // namespace
+
+// The loader repacks the layers on several threads: every tensor the same, byte
+// for byte, as on one (each layer's buffers are its own), in every weight type.
+TEST_CASE("weights load the same on one thread and on several", "[concurrency]") {
+  const std::string d = fixtures::dir("post_ln_gelu_deep");
+  const auto config = halformer::model_config::load(d + "/config.json", nullptr);
+  const halformer::safetensors_file file(d + "/model.safetensors");
+  using halformer::gemm_weights;
+  for (gemm_weights type : {gemm_weights::float32, gemm_weights::int8, gemm_weights::bfloat16}) {
+    const auto one = halformer::model_weights::load(file, config, type, 1);
+    const auto several = halformer::model_weights::load(file, config, type, 3);
+    auto same_tensors = [](const halformer::layer_tensors& a, const halformer::layer_tensors& b) {
+      if (a.size() != b.size())
+        return false;
+      for (const auto& [name, buffer] : a) {
+        const auto it = b.find(name);
+        if (it == b.end() || !same_values(buffer, it->second))
+          return false;
+      }
+      return true;
+    };
+    CHECK(same_tensors(one.top, several.top));
+    REQUIRE(one.encoder.size() == several.encoder.size());
+    REQUIRE(one.decoder.size() == several.decoder.size());
+    REQUIRE(one.encoder.size() + one.decoder.size() >= 4); // more layers than threads
+    for (std::size_t l = 0; l < one.encoder.size(); ++l)
+      CHECK(same_tensors(one.encoder[l], several.encoder[l]));
+    for (std::size_t l = 0; l < one.decoder.size(); ++l)
+      CHECK(same_tensors(one.decoder[l], several.decoder[l]));
+  }
 }
