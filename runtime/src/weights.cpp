@@ -28,20 +28,29 @@ float round_half_even(float v) {
 }
 } // namespace
 
-quantized_rows quantize_rows(std::span<const float> w, int out, int in) {
-  quantized_rows q;
-  q.values.resize(w.size());
-  q.steps.resize(std::size_t(out));
-  for (int o = 0; o < out; ++o) {
-    const float* row = w.data() + std::size_t(o) * in;
+quantized_row_steps row_steps(std::span<const float> w, int out, int in) {
+  quantized_row_steps s;
+  s.steps.resize(std::size_t(out));
+  s.inverses.resize(std::size_t(out));
+  for (std::size_t o = 0; o < std::size_t(out); ++o) {
     float amax = 0;
-    for (int i = 0; i < in; ++i)
-      amax = std::max(amax, std::abs(row[i]));
-    const float step = amax / 127.0f, inverse = step > 0 ? 1.0f / step : 0.0f;
-    q.steps[std::size_t(o)] = step;
-    for (int i = 0; i < in; ++i)
-      q.values[std::size_t(o) * in + i] = int8_t(std::clamp(round_half_even(row[i] * inverse), -127.0f, 127.0f));
+    for (float v : w.subspan(o * std::size_t(in), std::size_t(in)))
+      amax = std::max(amax, std::abs(v));
+    s.steps[o] = amax / 127.0f;
+    s.inverses[o] = s.steps[o] > 0 ? 1.0f / s.steps[o] : 0.0f;
   }
+  return s;
+}
+
+int8_t quantized_value(float w, float inverse) {
+  return int8_t(std::clamp(round_half_even(w * inverse), -127.0f, 127.0f));
+}
+
+quantized_rows quantize_rows(std::span<const float> w, int out, int in) {
+  const quantized_row_steps s = row_steps(w, out, in);
+  quantized_rows q{std::vector<int8_t>(w.size()), s.steps};
+  for (std::size_t i = 0; i < w.size(); ++i)
+    q.values[i] = quantized_value(w[i], s.inverses[i / std::size_t(in)]);
   return q;
 }
 
@@ -74,14 +83,16 @@ template <class T> Halide::Runtime::Buffer<T> into_rows(Halide::Runtime::Buffer<
   return b;
 }
 
-// Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read them.
+// Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read
+// them: quantized as they are packed (quantize_rows' values without its copy).
 void add_int8_panels(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                      const std::string& name) {
   int in = 1;
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
-  const quantized_rows q = quantize_rows(w, int(w.size() / std::size_t(in)), in);
-  into[name] = dsl::panels::pack_rows<Halide::Runtime::Buffer<int8_t>>(q.values.data(), dims, inputs);
+  const quantized_row_steps q = row_steps(w, int(w.size() / std::size_t(in)), in);
+  into[name] = dsl::panels::pack_rows<Halide::Runtime::Buffer<int8_t>>(
+      w.data(), dims, inputs, [&](std::size_t row, float v) { return quantized_value(v, q.inverses[row]); });
   fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;

@@ -55,5 +55,12 @@ struct quantized_rows {
   std::vector<float> steps;   // [out]
 };
 quantized_rows quantize_rows(std::span<const float> w, int out, int in);
+// The same steps, with their inverses (0 for a zero row), and one value: the
+// loader quantizes with these as it packs.
+struct quantized_row_steps {
+  std::vector<float> steps, inverses; // [out]
+};
+quantized_row_steps row_steps(std::span<const float> w, int out, int in);
+int8_t quantized_value(float w, float inverse);
 
 } // namespace halformer

@@ -75,9 +75,15 @@ template <class Buffer> constexpr int group_of() { return group_inputs(int(sizeo
 // [out][in] rows as they are) packed into the dense `packed` (of `extents`).
 // A panel's run of groups is written in the order it lies in memory, each of its
 // 16 output rows read in turn: a run at d_model 512 is 2 KiB (int8) or 32 KiB
-// (float32), in L1 while its rows are copied in. Padding is left as `packed`
-// holds it (the caller zeroes it).
-template <class T> void pack_dense(const T* rows, const std::vector<int>& dims, int inputs, T* packed) {
+// (float32), in L1 while its rows are copied in. Each value is stored as
+// `convert(output, value)` gives it, `output` its weight row (flattened output
+// index): the loader quantizes float rows to int8 so. Padding is left as
+// `packed` holds it (the caller zeroes it).
+struct same_value {
+  template <class V> V operator()(std::size_t, V value) const { return value; }
+};
+template <class T, class Source, class Convert = same_value>
+void pack_dense(const Source* rows, const std::vector<int>& dims, int inputs, T* packed, Convert convert = {}) {
   constexpr std::size_t group = std::size_t(group_inputs(int(sizeof(T))));
   const auto first_output = std::size_t(inputs);
   const auto in0 = std::size_t(dims[0]), out0 = std::size_t(dims[first_output]);
@@ -93,20 +99,21 @@ template <class T> void pack_dense(const T* rows, const std::vector<int>& dims, 
       for (std::size_t j = 0; j < in_rest; ++j) {
         T* to = packed + ((r * panel_count + p) * in_rest + j) * run;
         for (std::size_t lane = 0; lane < std::size_t(lanes) && p * lanes + lane < out0; ++lane) {
-          const T* from = rows + ((r * out0 + p * lanes + lane) * in_rest + j) * in0;
+          const std::size_t output = r * out0 + p * lanes + lane;
+          const Source* from = rows + (output * in_rest + j) * in0;
           for (std::size_t i = 0; i < in0; ++i)
-            to[i / group * line + lane * group + i % group] = from[i];
+            to[i / group * line + lane * group + i % group] = T(convert(output, from[i]));
         }
       }
 }
 
 // The dense logical weight `rows` (extents `dims`) packed into a new buffer of
-// type Packed (a Halide buffer type of the same element holding `extents`).
-template <class Packed>
-Packed pack_rows(const typename Packed::ElemType* rows, const std::vector<int>& dims, int inputs) {
+// type Packed (a Halide buffer type holding `extents`), through `convert`.
+template <class Packed, class Source, class Convert = same_value>
+Packed pack_rows(const Source* rows, const std::vector<int>& dims, int inputs, Convert convert = {}) {
   Packed packed(extents(dims, inputs, group_of<Packed>()));
   std::fill_n(packed.data(), packed.number_of_elements(), typename Packed::ElemType(0));
-  pack_dense(rows, dims, inputs, packed.data());
+  pack_dense(rows, dims, inputs, packed.data(), convert);
   return packed;
 }
 
