@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 namespace halformer {
 
@@ -145,8 +144,7 @@ Model Model::load(const std::string& dir, const load_options& options) {
   const gemm_weights gemms = select_compute_type(options.compute_type, p->device);
   check_positions(p->config, p->options);
   safetensors_file file(dir + "/model.safetensors");
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  p->weights = model_weights::load(file, p->config, gemms, options.threads > 0 ? options.threads : cores);
+  p->weights = model_weights::load(file, p->config, gemms);
   executor::upload_weights(p->weights, p->device);
   p->pool = std::make_unique<executor_pool>(p->config, p->weights, p->device);
   p->session = std::make_unique<executor>(p->config, p->weights, p->device);

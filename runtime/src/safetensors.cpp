@@ -137,12 +137,6 @@ void safetensors_file::parse() {
   }
 }
 
-std::vector<float> safetensors_file::read_f32(const std::string& name, const std::vector<std::int64_t>& shape) const {
-  std::vector<float> out;
-  read_f32(name, shape, out);
-  return out;
-}
-
 void safetensors_file::read_f32(const std::string& name, const std::vector<std::int64_t>& shape,
                                 std::vector<float>& out) const {
   auto it = tensors_.find(name);

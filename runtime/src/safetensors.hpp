@@ -31,9 +31,8 @@ public:
 
   const std::map<std::string, tensor_info>& tensors() const { return tensors_; }
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
-  // The F32 tensor `name`, checked to have exactly `shape`; copied out (any alignment).
-  std::vector<float> read_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
-  // The same into `out`, whose memory is reused where it holds enough.
+  // The F32 tensor `name`, checked to have exactly `shape`, copied into `out`
+  // (any alignment; `out`'s memory is reused where it holds enough).
   void read_f32(const std::string& name, const std::vector<std::int64_t>& shape, std::vector<float>& out) const;
   const std::string& path() const { return path_; }
 

@@ -7,13 +7,13 @@
 #include "halformer/weight_layout.hpp"
 #include "tensor_names.hpp"
 
+#include <HalideRuntime.h>
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <exception>
 #include <mutex>
 #include <set>
-#include <thread>
 
 namespace halformer {
 
@@ -159,7 +159,7 @@ public:
   // Row blocks of one stored tensor come one after another (Q, K, V of an
   // in_proj): it is read once for all of them. Every tensor is read into one
   // buffer, kept between reads: a new one per tensor was faulted in page by
-  // page and unmapped again (40% of an int8 model's page faults).
+  // page and unmapped again (a sixth of an int8 model's page faults).
   std::span<const float> read(const std::string& name, const std::vector<std::int64_t>& shape) const {
     tensor_source s = tensor_source_of(c_, name);
     const std::string from = stored(name);
@@ -282,34 +282,30 @@ void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) 
     add_gemm_weight(r.read("generator.weight", {c.tgt_vocab, c.d_model}), {{c.d_model, c.tgt_vocab}, 1}, type, one, "");
   });
 }
-} // namespace
 
-namespace {
-// `count` jobs on at most `threads` threads (this one among them); the first
-// exception a job throws is rethrown here once all have stopped.
-template <class Job> void run_jobs(std::size_t count, int threads, Job job) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failed;
-  std::mutex failed_mutex;
-  auto work = [&] {
-    for (std::size_t i; (i = next++) < count;)
-      try {
-        job(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failed_mutex);
-        if (!failed)
-          failed = std::current_exception();
-        next = count; // no further jobs
-      }
+// `count` jobs as one parallel loop of the kernels' thread pool (as many threads
+// as halformer_set_num_threads gave it); the first exception a job throws is
+// rethrown here once the loop has ended.
+template <class Job> void run_jobs(std::size_t count, Job job) {
+  struct loop {
+    Job& job;
+    std::exception_ptr failed;
+    std::mutex failed_mutex;
+  } state{job, nullptr, {}};
+  const halide_task_t task = [](void*, int i, std::uint8_t* closure) {
+    auto& l = *reinterpret_cast<loop*>(closure);
+    try {
+      l.job(std::size_t(i));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(l.failed_mutex);
+      if (!l.failed)
+        l.failed = std::current_exception();
+    }
+    return 0;
   };
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(count, std::size_t(std::max(1, threads))); ++t)
-    helpers.emplace_back(work);
-  work();
-  for (auto& h : helpers)
-    h.join();
-  if (failed)
-    std::rethrow_exception(failed);
+  halide_do_par_for(nullptr, task, 0, int(count), reinterpret_cast<std::uint8_t*>(&state));
+  if (state.failed)
+    std::rethrow_exception(state.failed);
 }
 
 void encoder_layer(const tensor_reader& r, int l, gemm_weights type, layer_tensors& t) {
@@ -326,7 +322,7 @@ void decoder_layer(const tensor_reader& r, int l, gemm_weights type, layer_tenso
 }
 } // namespace
 
-model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type, int threads) {
+model_weights model_weights::load(const safetensors_file& f, const model_config& c, gemm_weights type) {
   model_weights w;
   w.gemms = type;
   tensor_reader r(f, c);
@@ -339,7 +335,7 @@ model_weights model_weights::load(const safetensors_file& f, const model_config&
   const auto encoders = std::size_t(c.num_encoder_layers);
   w.encoder.resize(encoders);
   w.decoder.resize(std::size_t(c.num_decoder_layers));
-  run_jobs(w.encoder.size() + w.decoder.size(), threads, [&](std::size_t i) {
+  run_jobs(w.encoder.size() + w.decoder.size(), [&](std::size_t i) {
     const tensor_reader own(f, c);
     if (i < encoders)
       encoder_layer(own, int(i), type, w.encoder[i]);

@@ -42,9 +42,9 @@ struct model_weights {
   layer_tensors top;
   std::vector<layer_tensors> encoder, decoder;
 
-  // The layers are repacked on `threads` threads.
+  // The layers are repacked in parallel, on the kernels' thread pool.
   static model_weights load(const safetensors_file& file, const model_config& config,
-                            gemm_weights gemms = gemm_weights::float32, int threads = 1);
+                            gemm_weights gemms = gemm_weights::float32);
   std::size_t bytes() const; // resident weight bytes
 };
 

@@ -2,6 +2,7 @@
 // calls (each with its own executor) give exactly what the same calls give one
 // after another; and the loader's threads give what one gives.
 #include "fixtures.hpp"
+#include "halformer_kernels.h"
 #include "safetensors.hpp"
 #include "weights.hpp"
 
@@ -122,8 +123,12 @@ TEST_CASE("weights load the same on one thread and on several", "[concurrency]")
   const halformer::safetensors_file file(d + "/model.safetensors");
   using halformer::gemm_weights;
   for (gemm_weights type : {gemm_weights::float32, gemm_weights::int8, gemm_weights::bfloat16}) {
-    const auto one = halformer::model_weights::load(file, config, type, 1);
-    const auto several = halformer::model_weights::load(file, config, type, 3);
+    // The loader's threads are the kernels' pool's.
+    REQUIRE(halformer_set_num_threads(1) == 0);
+    const auto one = halformer::model_weights::load(file, config, type);
+    REQUIRE(halformer_set_num_threads(3) == 0);
+    const auto several = halformer::model_weights::load(file, config, type);
+    REQUIRE(halformer_set_num_threads(0) == 0); // all cores, as the other tests run
     auto same_tensors = [](const halformer::layer_tensors& a, const halformer::layer_tensors& b) {
       if (a.size() != b.size())
         return false;
