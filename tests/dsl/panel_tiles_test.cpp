@@ -30,10 +30,30 @@ TEST_CASE("the tallest tile fits the registers: accumulators, weights and a broa
   CHECK(panel_tallest_tile(1, 6, avx2, panel_sums_kind::floats) == 6);   // 12 + 2 + 1 of 16 ymm
   CHECK(panel_tallest_tile(1, 12, avx2, panel_sums_kind::floats) == 6);  // 26 + 2 + 1 would spill: halved
   CHECK(panel_tallest_tile(2, 2, avx2, panel_sums_kind::floats) == 2);   // 8 + 4 + 1
-  CHECK(panel_tallest_tile(1, 4, avx2, panel_sums_kind::pairs) == 2);    // int16 pairs: 4 ymm a row
+  CHECK(panel_tallest_tile(1, 4, avx2, panel_sums_kind::pairs) == 4);    // pairs in passes of 4 lanes: 1 ymm a row
+  CHECK(panel_tallest_tile(1, 16, avx2, panel_sums_kind::pairs) == 8);   // 16 + 1 + 1 would spill: halved
   CHECK(panel_tallest_tile(2, 8, avx512, panel_sums_kind::floats) == 8); // 16 + 2 + 1 of 32 zmm
-  CHECK(panel_tallest_tile(2, 8, avx512, panel_sums_kind::pairs) == 4);  // 16 + 4 + 1
+  CHECK(panel_tallest_tile(2, 8, avx512, panel_sums_kind::pairs) == 8);  // passes of 8 lanes: 16 + 2 + 1
   CHECK(panel_tallest_tile(1, 2, sse41, panel_sums_kind::floats) == 2);  // 8 + 4 + 1 of 16 xmm
+}
+
+TEST_CASE("pairs tiles narrow their pass over the panel's lanes until the tile fits", "[panels]") {
+  CHECK(panel_pass_lanes(1, 2, avx2, panel_sums_kind::pairs) == 16);   // 8 + 4 + 1 of 16 ymm: whole panels
+  CHECK(panel_pass_lanes(1, 4, avx2, panel_sums_kind::pairs) == 8);    // 16 + 4 + 1 would spill: 8 + 2 + 1
+  CHECK(panel_pass_lanes(1, 8, avx2, panel_sums_kind::pairs) == 4);    // 8 + 1 + 1: one ymm of sums a row
+  CHECK(panel_pass_lanes(2, 8, avx512, panel_sums_kind::pairs) == 8);  // 16 + 2 + 1 of 32 zmm
+  CHECK(panel_pass_lanes(2, 4, avx512, panel_sums_kind::pairs) == 16); // 16 + 4 + 1
+  CHECK(panel_pass_lanes(1, 2, sse41, panel_sums_kind::pairs) == 8);   // 8 + 4 + 1 of 16 xmm
+  CHECK(panel_pass_lanes(1, 6, avx2, panel_sums_kind::floats) == 16);  // floats and quads: always whole panels
+  CHECK(panel_pass_lanes(2, 8, avx512, panel_sums_kind::quads) == 16);
+  // Every tile the knobs allow fits at its pass (the accumulators never spill).
+  for (int panels : {1, 2, 4})
+    for (int rows : {1, 2, 3, 4, 6, 8, 12}) {
+      const int tall = panel_tallest_tile(panels, rows, avx2, panel_sums_kind::pairs);
+      const int lanes = panel_pass_lanes(panels, tall, avx2, panel_sums_kind::pairs);
+      INFO(panels << " x " << rows << " -> " << tall << " rows, " << lanes << " lanes");
+      CHECK((tall + 1) * panels * (2 * lanes / 8) + 1 <= 16);
+    }
 }
 
 TEST_CASE("the ladder: the tallest height, then every one of 8, 6, 4, 3, 2, 1 below it", "[panels]") {

@@ -18,6 +18,9 @@
 //   accumulators per lane block (<name>_pairs: the pairs are added once per
 //   tile), so a (panel, row) takes twice the quads' registers (four ymm on
 //   AVX2), and the weights are widened to int16 once per step for all rows.
+//   Where a tile's rows do not fit so, it sums the panel's lanes in passes
+//   (panel_pass_lanes): AVX2 1 panel x 4 rows in passes of 8 lanes = 8
+//   accumulators + 2 widened weights + 1 broadcast.
 // The tile's rows shrink until its registers fit (accumulators + weights + one
 // broadcast), so the knobs mean the same on every ISA. A decode step of one row
 // takes the widest tile its registers allow instead (panel_widest_row_tile:
@@ -94,13 +97,42 @@ inline int vector_registers(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512) ? 32 : 16;
 }
 
+// Whether a tile whose (panel, row) sums take `v` registers each fits the
+// registers: the sums, the weights (as many again per panel) and one broadcast.
+inline bool tile_fits(int panels, int rows, int v, const Halide::Target& target) {
+  return (rows + 1) * panels * v + 1 <= vector_registers(target);
+}
+
+// The narrowest pass of a pairs tile: one vector of int32 sums per (panel,
+// row), half a vector of lanes (each lane's two pairs).
+inline int narrowest_pass_lanes(const Halide::Target& target) { return target.natural_vector_size<int32_t>() / 2; }
+
 // The tallest register tile the knobs allow: their rows, halved until the
-// tile fits the registers (accumulators + weights + one broadcast).
+// tile fits the registers. Pairs first narrow the tile's pass over the panel's
+// lanes (panel_pass_lanes), so their rows are halved only where even the
+// narrowest pass does not fit.
 inline int panel_tallest_tile(int panels, int rows, const Halide::Target& target, panel_sums_kind kind) {
-  const int v = panel_registers(target, kind);
-  while (rows > 1 && (rows + 1) * panels * v + 1 > vector_registers(target))
+  const int v = kind == panel_sums_kind::pairs ? 1 : panel_registers(target, kind);
+  while (rows > 1 && !tile_fits(panels, rows, v, target))
     rows = rows / 2;
   return rows;
+}
+
+// The panel lanes one pass of a tile's reduction sums. Floats and quads take
+// the panel's 16 lanes at once. Pairs widen each step's weights to int16 in
+// registers (vpmovsxbw) and use them for the tile's rows only: a tile of whole
+// panels fits 2 rows on AVX2 (4 ymm of sums a row), and a batch of 8 widens
+// every weight 4 times. A tile of a lane block instead keeps its rows and runs
+// the reduction once per block (the panel's other blocks come from L1): 4 lanes
+// take one ymm of sums a row, so 8 rows fit and each weight is widened once.
+inline int panel_pass_lanes(int panels, int rows, const Halide::Target& target, panel_sums_kind kind) {
+  int lanes = dsl::panels::lanes;
+  if (kind != panel_sums_kind::pairs)
+    return lanes;
+  const int vec = target.natural_vector_size<int32_t>();
+  while (lanes > narrowest_pass_lanes(target) && !tile_fits(panels, rows, 2 * lanes / vec, target))
+    lanes /= 2;
+  return lanes;
 }
 
 // The panels of a decode step's one-row tile: the most of the weights' panel
@@ -176,6 +208,7 @@ inline Halide::Expr decode_task_bytes(const gemm_stage& g, const Halide::RDom& r
 struct panel_tile {
   int panels, rows;
   bool decode;
+  int pass_lanes = dsl::panels::lanes; // the lanes one pass of the reduction sums (panel_pass_lanes)
 };
 
 // The output's loops for one tile branch: o split into panels (op) of 16 lanes
@@ -271,7 +304,14 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
   };
   const auto tile = [&](Stage pure, Stage update) {
     pure_tile(pure);
-    tile_of(update).reorder(order);
+    tile_of(update);
+    std::vector<VarOrRVar> passes = order;
+    if (p.pass_lanes < dsl::panels::lanes) { // the tile's lane blocks in turn, each over the whole reduction
+      const Var pass("pass");
+      update.split(lane, pass, lane, p.pass_lanes, TailStrategy::RoundUp);
+      passes.insert(passes.end() - 1, pass);
+    }
+    update.reorder(passes);
     if (kind != panel_sums_kind::floats) // a float group is one input: nothing to sum across
       update.atomic().vectorize(r[0]);
     update.vectorize(lane).unroll(panel).unroll(rows);
@@ -309,14 +349,17 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
       throw std::invalid_argument("tile_panels and decode_tile_panels must divide the weights' panel group");
   Func sums = ctx.stage(name + "_panels");
   std::vector<std::pair<panel_tile, Expr>> branches;
+  const auto tile = [&](int tile_panels, int rows, bool in_decode) {
+    return panel_tile{tile_panels, rows, in_decode, panel_pass_lanes(tile_panels, rows, target, kind)};
+  };
   const int tallest_decode = panel_tallest_tile(decode_panels, k["decode_tile_rows"], target, kind);
   for (int rows : panel_tile_heights(tallest_decode))
     if (rows > 1)
-      branches.push_back({{decode_panels, rows, true}, decode && tile_height_suits(g.batch_extent, rows)});
+      branches.push_back({tile(decode_panels, rows, true), decode && tile_height_suits(g.batch_extent, rows)});
   branches.push_back({{panel_widest_row_tile(decode_panels, target, kind), 1, true}, decode});
   for (int rows : panel_tile_heights(panel_tallest_tile(panels, k["tile_rows"], target, kind)))
     if (rows > 1) // one row: the general branch
-      branches.push_back({{panels, rows, false}, !decode && tile_height_suits(g.t_extent, rows)});
+      branches.push_back({tile(panels, rows, false), !decode && tile_height_suits(g.t_extent, rows)});
   for (const auto& [p, condition] : branches)
     panel_output(g, g.out.specialize(condition), p, r, k);
   panel_output(g, g.out, {panels, 1, false}, r, k);
