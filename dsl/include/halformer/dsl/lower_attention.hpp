@@ -102,10 +102,13 @@ inline Halide::Expr lowering::attention_direct(const std::string& n, const atten
   // q.k: lane l sums d = l, l + lanes, l + 2 lanes, ... (the blocks of `lanes`
   // entries that d_k holds whole; the rest, if any, starts the sums), then the
   // lanes are summed.
+  // Query rows past t read the last one: a schedule may score whole tiles of a
+  // row's queries (a source's beams), rounded up.
   Halide::RDom rb(0, dk / lanes, n + "_direct_rb");
   Halide::Expr rest = dk / lanes * lanes + l, rest_c = Halide::min(rest, dk - 1), key_c = Halide::min(key, tk - 1);
-  partial(l, key, t, h, b) = Halide::select(rest < dk, at.q.f(rest_c, t, h, b) * at.key(rest_c, key_c, h, b), 0.0f);
-  partial(l, key, t, h, b) += at.q.f(l + lanes * rb.x, t, h, b) * at.key(l + lanes * rb.x, key_c, h, b);
+  Halide::Expr t_c = Halide::min(t, extent("t") - 1);
+  partial(l, key, t, h, b) = Halide::select(rest < dk, at.q.f(rest_c, t_c, h, b) * at.key(rest_c, key_c, h, b), 0.0f);
+  partial(l, key, t, h, b) += at.q.f(l + lanes * rb.x, t_c, h, b) * at.key(l + lanes * rb.x, key_c, h, b);
   Halide::RDom rl(0, lanes, n + "_direct_rl");
   scores(key, t, h, b) = 0.0f;
   scores(key, t, h, b) += partial(rl, key, t, h, b);
