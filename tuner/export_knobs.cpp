@@ -286,7 +286,7 @@ void adopt_section_records(nlohmann::json& knobs, const std::vector<record>& rec
 nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel, const bucket_plan& plan,
                           const std::string& bucket, const std::string& isa, const std::vector<record>& records,
                           const preset_entry* at, const usable_at& usable, const std::set<std::string>& algorithm,
-                          export_report& report) {
+                          const section_phases& phases, export_report& report) {
   const nlohmann::json& section = knobs[plan.section][isa];
   nlohmann::json values = section;
   values.erase("_why");
@@ -307,8 +307,11 @@ nlohmann::json bucket_set(const nlohmann::json& knobs, const std::string& kernel
                        ": the values of section " + plan.section;
     return values;
   }
+  // Only the knobs that change this bucket's calls: the record's others kept the
+  // values its search started from (the tuner varies a shape's own knobs only),
+  // and the section's come from records where they matter (adopt_section_records).
   for (const auto& [name, v] : rec->knobs)
-    if (values.contains(name))
+    if (values.contains(name) && phase_covers(phase_of(phases, plan.section, name), bucket))
       values[name] = v;
   values["_why"] = "tuned on this machine at " + at->shape + ": " + ms(rec->median_ms) +
                    (rec->confirmed() ? " (confirmed)" : "") + " (" + rec->when + ")";
@@ -358,7 +361,7 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
       const preset_entry* at = first_shape_in(shapes, kernel, bucket);
       nlohmann::json sets = nlohmann::json::object();
       for (const auto& [isa, section_values] : knobs[plan.section].items())
-        sets[isa] = bucket_set(knobs, kernel, plan, bucket, isa, records, at, usable, algorithm, report);
+        sets[isa] = bucket_set(knobs, kernel, plan, bucket, isa, records, at, usable, algorithm, phases, report);
       buckets[kernel][bucket] = sets;
     }
   }

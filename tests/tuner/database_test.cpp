@@ -301,6 +301,38 @@ TEST_CASE("each knob comes from a record of the phase it changes: decode steps' 
   CHECK_THAT(j["_why"].get<std::string>(), Catch::Contains("decode-step knobs: ffn_relu"));
 }
 
+// A bucket's knob set likewise takes from its record only the knobs that change
+// its calls. Attention's decode_heads changes decode steps alone, also those in
+// the prefill bucket (a source's beams: t > 1); the prefill record never ran it.
+TEST_CASE("a bucket's record gives only the knobs that change its calls", "[tuner][database]") {
+  temp_dir work("bucket_phase");
+  database db(work.path);
+  const auto hw = this_machine();
+  const auto c = real_catalog();
+  REQUIRE(phase_of(c.knob_phases, "attention", "decode_heads") == halformer::knob_phase::decode);
+  record prefill;
+  prefill.kernel = "attention", prefill.knob_section = "attention", prefill.target = target_of_isa("avx512");
+  prefill.shape = canonical_shape("batch=8,causal=0,d_k=64,heads=8,t=128,tk=128"), prefill.status = "ok";
+  prefill.hardware = hw.key(), prefill.median_ms = 1.3, prefill.schedule_revision = 2;
+  prefill.knobs = {{"kv_chunk", 64}, {"q_tile", 2}, {"decode_lanes", 16}, {"decode_heads", 1}};
+  record decode = prefill;
+  decode.shape = canonical_shape("batch=8,causal=1,d_k=64,heads=8,t=1,tk=128"), decode.median_ms = 0.12;
+  decode.knobs = {{"kv_chunk", 64}, {"q_tile", 8}, {"decode_lanes", 16}, {"decode_heads", 4}};
+  for (const auto& r : {prefill, decode})
+    db.append(r);
+  const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
+  export_knobs(defaults, db, hw, preset("transformer-base"), work.path + "/k.json", {{"attention", 2}},
+               c.bucket_plans(), {}, c.knob_phases);
+  std::ifstream in(work.path + "/k.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto& sets = j["_buckets"]["attention"];
+  CHECK(sets["prefill"]["avx512"]["q_tile"] == 2);
+  CHECK(sets["prefill"]["avx512"]["decode_heads"] == 4); // the section's, from the decode record: not 1
+  CHECK(sets["decode"]["avx512"]["decode_heads"] == 4);
+  CHECK(sets["decode"]["avx512"]["q_tile"] == 8); // q_tile changes every call
+  CHECK(j["attention"]["avx512"]["decode_heads"] == 4);
+}
+
 TEST_CASE("a search varies only the knobs its shape's calls run", "[tuner]") {
   const auto c = real_catalog();
   const kernel_info& k = c.kernel("ffn_relu");
