@@ -20,7 +20,7 @@
 #include <string>
 
 int main(int argc, char** argv) {
-  std::string model_dir, sources_file, mode = "greedy", device = "cpu", compute_type = "float32";
+  std::string model_dir, sources_file, mode = "greedy", device = "cpu", compute_type = "float32", kv_cache = "auto";
   int batch = 1, beam = 4, new_tokens = 64, threads = 0, samples = 3;
   CLI::App app{"bench_e2e: halformer end to end (JSON on stdout)"};
   app.add_option("--model", model_dir)->required();
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
   app.add_option("--device", device)->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
   app.add_option("--compute-type", compute_type)->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
+  app.add_option("--kv-cache", kv_cache)->check(CLI::IsMember({"float32", "float16", "auto"}));
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<halformer::sentence> sources;
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
     if (int(sources.size()) < batch)
       throw std::runtime_error("not enough source lines in " + sources_file);
     halformer::load_options lo;
-    lo.threads = threads, lo.device = device, lo.compute_type = compute_type, lo.max_batch = batch * beam,
+    lo.threads = threads, lo.device = device, lo.compute_type = compute_type, lo.kv_cache = kv_cache,
+    lo.max_batch = batch * beam,
     lo.max_target_length = new_tokens;
     const auto t_load = std::chrono::steady_clock::now();
     auto model = halformer::Model::load(model_dir, lo);

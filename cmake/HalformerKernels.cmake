@@ -124,6 +124,10 @@ halformer_kernel(qkv_projection)
 halformer_kernel(kv_projection)
 halformer_kernel(q_projection)
 halformer_kernel(attention BUCKETS prefill decode decode1)
+# float16 keys and values for the int8 and bfloat16 models on the CPU
+# (dsl/kernels_attention.hpp): attention_f16kv takes attention's schedule.
+halformer_kernel(attention_f16kv CPU_ONLY BUCKETS prefill decode decode1)
+halformer_kernel(kv_to_float16 CPU_ONLY)
 halformer_kernel(out_projection)
 halformer_kernel(ffn_relu)
 halformer_kernel(ffn_gelu)

@@ -33,8 +33,9 @@ struct TranslationResult {
 
 class Translator {
 public:
-  Translator(const std::string& dir, const std::string& device, const std::string& compute_type, int threads)
-      : model_(load(dir, device, compute_type, threads)) {
+  Translator(const std::string& dir, const std::string& device, const std::string& compute_type, int threads,
+             const std::string& kv_cache)
+      : model_(load(dir, device, compute_type, threads, kv_cache)) {
     if (halformer::Tokenizer::available(dir))
       tokenizer_ = halformer::Tokenizer::load(dir);
   }
@@ -87,14 +88,15 @@ public:
   }
 
   std::string compute_type() const { return model_.compute_type(); }
+  std::string kv_cache() const { return model_.kv_cache(); }
   std::size_t weight_bytes() const { return model_.weight_bytes(); }
   std::string device() const { return model_.device(); }
 
 private:
   static halformer::Model load(const std::string& dir, const std::string& device, const std::string& compute_type,
-                               int threads) {
+                               int threads, const std::string& kv_cache) {
     halformer::load_options o;
-    o.device = device, o.compute_type = compute_type, o.threads = threads;
+    o.device = device, o.compute_type = compute_type, o.threads = threads, o.kv_cache = kv_cache;
     nb::gil_scoped_release unlocked;
     return halformer::Model::load(dir, o);
   }
@@ -150,14 +152,17 @@ NB_MODULE(_halformer, m) {
 
   nb::class_<Translator>(m, "Translator",
                          "A loaded model (a MarianMT directory or halformer's format) and its tokenizer")
-      .def(nb::init<const std::string&, const std::string&, const std::string&, int>(), "model_dir"_a,
-           "device"_a = "cpu", "compute_type"_a = "float32", "threads"_a = 0)
+      .def(nb::init<const std::string&, const std::string&, const std::string&, int, const std::string&>(),
+           "model_dir"_a, "device"_a = "cpu", "compute_type"_a = "float32", "threads"_a = 0, "kv_cache"_a = "auto",
+           "kv_cache: the decoder's attention keys and values, float32, float16 (CPU) or auto (float16 with int8 or "
+           "bfloat16 on the CPU)")
       .def("translate", &Translator::translate, "texts"_a, "beam"_a = 1, "max_len"_a = nb::none(), "nbest"_a = 1,
            "length_penalty"_a = 1.0f, "Translates text lines (empty ones stay empty)")
       .def("translate_batch", &Translator::translate_batch, "source"_a, "beam_size"_a = 1,
            "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f,
            "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch")
       .def_prop_ro("compute_type", &Translator::compute_type)
+      .def_prop_ro("kv_cache", &Translator::kv_cache, "float32 or float16 (what auto chose)")
       .def_prop_ro("device", &Translator::device)
       .def_prop_ro("weight_bytes", &Translator::weight_bytes, "resident weight bytes (tied tables counted once)");
 }

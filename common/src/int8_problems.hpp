@@ -1,4 +1,5 @@
-// The int8 and bfloat16 kernels' problems (int8_problems.cpp, bf16_problems.cpp),
+// The int8, bfloat16 and float16 kernels' problems (int8_problems.cpp,
+// bf16_problems.cpp, f16_problems.cpp),
 // for kernel_problems.cpp's table.
 #pragma once
 
@@ -28,3 +29,9 @@ problem out_projection(shape_args& s);
 problem ffn(shape_args& s, ref::activation act);
 
 } // namespace halformer::problems::bf16
+
+namespace halformer::problems::f16 {
+
+problem kv_to_float16(shape_args& s);
+
+} // namespace halformer::problems::f16

@@ -95,32 +95,44 @@ problem out_projection(shape_args& s) {
   return p;
 }
 
-problem attention(shape_args& s) {
+// half_kv: k and v in float16 (attention_f16kv), compared with the float64
+// attention of their float16 values, so the float32 arithmetic's tolerance holds.
+problem attention(shape_args& s, bool half_kv) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], TK = s["tk"], B = s["batch"], causal = s["causal"];
   const int offset = causal ? TK - T : 0; // queries are the last T positions (decode: T = 1)
   const int step = s.get("step", 0);      // a decode step's queries: T beams of each source
   p.f_names = {"q", "k", "v", "out"}, p.i_names = {"kv_rows", "lengths"}, p.outputs = {"out"};
+  if (half_kv)
+    p.f_names = {"q", "out"}, p.f16_names = {"k", "v"};
   p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset), bool_scalar("decode_step", step != 0)};
   p.make = [=] {
-    call_set c{{random({DK, T, H, B}, 1), random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1), fb(DK, T, H, B)},
-               {ib(TK, B), ib(B)}};
+    call_set c{{random({DK, T, H, B}, 1), fb(DK, T, H, B)}, {ib(TK, B), ib(B)}};
+    if (half_kv)
+      c.f16 = {random_f16({DK, TK, H, B}, 1), random_f16({DK, TK, H, B}, 1)};
+    else
+      c.f.insert(c.f.begin() + 1, {random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1)});
     c.i[0].for_each_element([&](int key, int row) { c.i[0](key, row) = row; }); // each row's own keys
     c.i[1].fill(TK);
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
+    const fb& out = c.f.back();
+    const auto kv = [&](int which, int b) {
+      return half_kv ? f16_to_ref(c.f16[std::size_t(which)].cropped(3, b, 1))
+                     : ref::to_ref(c.f[std::size_t(1 + which)].cropped(3, b, 1));
+    };
     for (auto [t, b] : sample_rows(T, B)) {
       const auto q = ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1));
-      const auto k = ref::to_ref(c.f[1].cropped(3, b, 1)), v = ref::to_ref(c.f[2].cropped(3, b, 1));
-      const auto want = ref::attention(q, k, v, {TK}, causal != 0, offset + t);
+      const auto want = ref::attention(q, kv(0, b), kv(1, b), {TK}, causal != 0, offset + t);
       for (int h = 0; h < H; ++h)
         for (int j = 0; j < DK; ++j)
-          m.add(c.f[3](j, t, h, b), want(j, 0, h, 0));
+          m.add(out(j, t, h, b), want(j, 0, h, 0));
     }
   };
+  const double kv_bytes = half_kv ? 2 : 4;
   p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0),
-  p.bytes = 4.0 * DK * H * B * (2 * T + 2 * TK) + 4.0 * TK * B;
+  p.bytes = DK * H * B * (8.0 * T + 2 * kv_bytes * TK) + 4.0 * TK * B;
   return p;
 }
 
@@ -258,7 +270,9 @@ const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
       {"kv_projection", [](shape_args& a) { return head_projection(a, "kv"); }},
       {"q_projection", [](shape_args& a) { return head_projection(a, "q"); }},
       {"out_projection", out_projection},
-      {"attention", attention},
+      {"attention", [](shape_args& a) { return attention(a, false); }},
+      {"attention_f16kv", [](shape_args& a) { return attention(a, true); }},
+      {"kv_to_float16", f16::kv_to_float16},
       {"layernorm", [](shape_args& a) { return layernorm(a, false); }},
       {"add_layernorm", [](shape_args& a) { return layernorm(a, true); }},
       {"softmax", [](shape_args& a) { return softmax(a, false); }},
@@ -336,6 +350,8 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
                                                          {"kv_projection", "heads"},
                                                          {"q_projection", "heads"},
                                                          {"out_projection", "heads"},
+                                                         {"attention_f16kv", "attention"},
+                                                         {"kv_to_float16", "heads"},
                                                          {"add_layernorm", "layernorm"},
                                                          {"log_softmax", "softmax"},
                                                          {"qkv_projection_int8", "heads"},

@@ -150,7 +150,7 @@ std::vector<std::pair<int, int>> sample_rows(int T, int B) {
   return s;
 }
 
-// The caller's order: f buffers, i buffers, i8 buffers, bf16 buffers, scalars (see operator()).
+// The caller's order: f buffers, i buffers, i8 buffers, bf16 buffers, f16 buffers, scalars (see operator()).
 void problem::bind(const halformer_kernel& k) {
   const call_set c = make();
   std::vector<halformer::arg_spec> specs;
@@ -166,6 +166,8 @@ void problem::bind(const halformer_kernel& k) {
     buffer(i8_names[j], halformer::i8_type, c.i8.at(j).dimensions());
   for (std::size_t j = 0; j < bf16_names.size(); ++j)
     buffer(bf16_names[j], halformer::bf16_type, c.bf16.at(j).dimensions());
+  for (std::size_t j = 0; j < f16_names.size(); ++j)
+    buffer(f16_names[j], halformer::f16_type, c.f16.at(j).dimensions());
   for (const auto& s : scalars)
     specs.push_back(halformer::scalar_arg(s.name, s.type));
   call = halformer::kernel_call(k, specs);

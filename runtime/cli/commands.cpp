@@ -299,8 +299,9 @@ void print_info(const std::string& dir, const load_options& lo) {
     fmt::print("model {}: d_model {}, {} heads, d_ff {}, {}+{} layers, vocab {}/{}, {}, {}\n", dir, c.d_model, c.nhead,
                c.dim_feedforward, c.num_encoder_layers, c.num_decoder_layers, c.src_vocab, c.tgt_vocab,
                c.norm_first ? "pre-LN" : "post-LN", c.activation);
-    fmt::print("compute type {} on {}: {:.1f} MB of resident weights; kernels and their inputs' types:\n",
-               m.compute_type(), m.device(), m.weight_bytes() / 1e6);
+    fmt::print("compute type {} on {}, {} attention keys and values: {:.1f} MB of resident weights; kernels and "
+               "their inputs' types:\n",
+               m.compute_type(), m.device(), m.kv_cache(), m.weight_bytes() / 1e6);
     for (const auto& k : m.kernels())
       fmt::print("  {}\n", k);
   }

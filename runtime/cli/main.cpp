@@ -70,6 +70,13 @@ struct options {
 };
 
 // The options of every command that decodes: run and translate.
+void add_kv_cache(CLI::App* cmd, load_options& lo) {
+  cmd->add_option("--kv-cache", lo.kv_cache,
+                  "the decoder's attention keys and values: float32, float16 (CPU), or auto (float16 with int8 or "
+                  "bfloat16 GEMMs on the CPU)")
+      ->check(CLI::IsMember({"float32", "float16", "auto"}));
+}
+
 void add_decoding(CLI::App* cmd, model_request& m) {
   cmd->add_option("--model", m.dir, "model directory (halformer's format or a MarianMT directory)")->required();
   cmd->add_option("--beam", m.o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
@@ -92,6 +99,7 @@ void add_decoding(CLI::App* cmd, model_request& m) {
   cmd->add_option("--compute-type", m.lo.compute_type,
                   "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
       ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
+  add_kv_cache(cmd, m.lo);
   cmd->add_flag("--profile", m.profile, "print each kernel's time per phase and the host's work to stderr");
 }
 
@@ -124,7 +132,7 @@ CLI::App* add_forward(CLI::App& app, options& p) {
   fwd->add_option("--compute-type", lo.compute_type,
                   "GEMMs in float32, int8 (weights quantized at load), bfloat16, or auto (int8 on the CPU)")
       ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
-
+  add_kv_cache(fwd, lo);
   return fwd;
 }
 
@@ -279,6 +287,7 @@ int main(int argc, char** argv) {
   info->add_option("--model", p.m.dir, "also describe this model");
   info->add_option("--compute-type", p.m.lo.compute_type, "describe the model's kernels in this compute type")
       ->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
+  add_kv_cache(info, p.m.lo);
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace halformer {
 
@@ -15,11 +16,11 @@ namespace layers = dsl::layers;
 // Buffer::translate() without dropping a device crop (translate() does): an
 // element's address, on the host or the device, is relative to the min corner,
 // so shifting the mins renumbers the coordinates and changes nothing else.
-void renumber(fbuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
+void renumber(abuffer& b, int d, int delta) { b.raw_buffer()->dim[d].min += delta; }
 
 // The k rows of each source as k positions of one batch row: (.., t = 1, .., rows)
 // becomes (.., t = k, .., rows / k), the same memory (a position steps one row).
-void group_rows(fbuffer& b, int seq_dim, int batch_dim, int k) {
+void group_rows(abuffer& b, int seq_dim, int batch_dim, int k) {
   halide_dimension_t& t = b.raw_buffer()->dim[seq_dim];
   halide_dimension_t& batch = b.raw_buffer()->dim[batch_dim];
   t.min = 0, t.extent = k, t.stride = batch.stride;
@@ -68,7 +69,7 @@ template <class B> void executor::download(B& b) const {
     require_ok(b.copy_to_host(), "copying from the device", device_);
   }
 }
-void executor::copy(fbuffer src, fbuffer dst) const {
+void executor::copy(abuffer src, abuffer dst) const {
   if (!iface_) {
     dst.copy_from(src);
     return;
@@ -79,7 +80,7 @@ void executor::copy(fbuffer src, fbuffer dst) const {
 // A kernel left `view` device_dirty. The executor tracks where data is current
 // itself (parents are never marked), so the flag is cleared: a view is temporary,
 // and destroying a dirty one would be an error in Halide's Buffer.
-void executor::written(fbuffer& view) { view.set_device_dirty(false); }
+void executor::written(abuffer& view) { view.set_device_dirty(false); }
 
 void executor::reserve(const capacity& c) {
   const int rows = std::max(c.rows, 1), src_len = std::max(c.src_len, 1), tgt_len = std::max(c.tgt_len, 1);
@@ -117,8 +118,8 @@ void executor::reserve(const capacity& c) {
       sizes.push_back(d == "batch" && per_source_batch(key, buf) ? sources_cap_ : extent(d));
     if (std::find(caches_.begin(), caches_.end(), key) != caches_.end())
       sizes = {config_.d_k(), tgt_cap_, config_.nhead, rows_cap_}; // (d_k, position, heads, batch)
-    buf = fbuffer(sizes);
-    buf.fill(0.0f);
+    buf = abuffer(act_types_.at(key), sizes);
+    std::memset(buf.data(), 0, buf.size_in_bytes()); // zero in every element type
     upload(buf);
   }
   src_lengths_ = ibuffer(rows_cap_), tgt_lengths_ = ibuffer(rows_cap_), vocab_lengths_ = ibuffer(rows_cap_);
@@ -134,7 +135,7 @@ void executor::reserve(const capacity& c) {
   upload(pick_lp_);
 }
 
-fbuffer executor::view(const operand& o, bool grouped) const {
+abuffer executor::view(const operand& o, bool grouped) const {
   if (o.kind == role::cache) {
     // (d_k, position, heads, batch): a head's keys are contiguous, so a decode
     // step's attention streams them; a step writes positions pos .. pos + t - 1
@@ -142,11 +143,11 @@ fbuffer executor::view(const operand& o, bool grouped) const {
     // beam's rows share their prefixes).
     if (!o.is_output)
       return o.act->cropped(1, 0, pos_ + t_);
-    fbuffer b = o.act->cropped(1, pos_, t_).cropped(3, 0, rows_);
+    abuffer b = o.act->cropped(1, pos_, t_).cropped(3, 0, rows_);
     renumber(b, 1, -pos_); // kernels want min 0
     return b;
   }
-  fbuffer b = *o.act; // an activation or per-source tensor
+  abuffer b = *o.act; // an activation or per-source tensor
   if (o.seq_dim >= 0)
     b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
   if (o.batch_dim >= 0)
@@ -180,10 +181,11 @@ executor::scalar_value executor::scalar(const operand& o) const {
 // 4 KiB), and a position's offset is not. Copies take any offset.
 bool executor::staged(const operand& o) const { return iface_ && o.kind == role::cache && o.is_output && pos_ > 0; }
 
-fbuffer executor::staging(const operand& o) {
-  fbuffer& st = staging_[o.act];
+abuffer executor::staging(const operand& o) {
+  abuffer& st = staging_[o.act];
   if (st.data() == nullptr || st.dim(1).extent() < t_ || st.dim(3).extent() < rows_cap_) {
-    st = fbuffer(config_.d_k(), std::max(t_, 1), config_.nhead, rows_cap_); // grows rarely: t is 1 when decoding
+    st = abuffer(o.act->type(),
+                 {config_.d_k(), std::max(t_, 1), config_.nhead, rows_cap_}); // grows rarely: t is 1 when decoding
     upload(st);
   }
   return st.cropped(1, 0, t_).cropped(3, 0, rows_);
@@ -198,7 +200,7 @@ void executor::check(int rc, const char* kernel) const {
 
 void executor::run(const plan& p, phase ph) {
   for (const step& s : p) {
-    std::array<fbuffer, max_step_args> bufs;
+    std::array<abuffer, max_step_args> bufs;
     std::array<scalar_value, max_step_args> scalars;
     std::array<void*, max_step_args> args;
     std::array<ibuffer, max_step_args> ints;
@@ -337,7 +339,7 @@ ibuffer executor::kv_rows_view(const operand& o) const {
   return o.integers->cropped(0, 0, src ? src_ : pos_ + t_).cropped(1, 0, src ? sources() : rows_);
 }
 
-executor::row_copy executor::row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim,
+executor::row_copy executor::row_views(const abuffer& from_buf, int from, const abuffer& to_buf, int to, int batch_dim,
                                        int len_dim, int len) const {
   row_copy c{from_buf.cropped(batch_dim, from, 1), to_buf.cropped(batch_dim, to, 1)};
   if (len_dim >= 0)
@@ -346,13 +348,13 @@ executor::row_copy executor::row_views(const fbuffer& from_buf, int from, const 
   return c;
 }
 
-void executor::copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+void executor::copy_row(const abuffer& from_buf, int from, const abuffer& to_buf, int to, int batch_dim, int len_dim,
                         int len) const {
   row_copy c = row_views(from_buf, from, to_buf, to, batch_dim, len_dim, len);
   copy(c.from, c.to);
 }
 
-bool executor::per_source_batch(const std::string& key, const fbuffer& buf) const {
+bool executor::per_source_batch(const std::string& key, const abuffer& buf) const {
   return key.rfind("encoder.", 0) == 0 || &buf == memory_ ||
          std::find(per_source_.begin(), per_source_.end(), key) != per_source_.end();
 }
@@ -381,7 +383,8 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
     if (from == s)
       continue;
     for (const std::string& key : per_source_)
-      copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
+      if (key.rfind("decoder.", 0) != 0) // not a scratch shared by the layers (role::per_source)
+        copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
     src_lengths_(s) = src_lengths_(from);
   }
   rows_ = int(keep.size());

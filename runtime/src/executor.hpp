@@ -33,6 +33,8 @@ inline halide_type_t argument_type(dsl::dtype t) {
     return i8_type;
   case dsl::dtype::bf16:
     return bf16_type;
+  case dsl::dtype::f16:
+    return f16_type;
   case dsl::dtype::boolean:
     return bool_type;
   case dsl::dtype::f32:
@@ -41,14 +43,29 @@ inline halide_type_t argument_type(dsl::dtype t) {
   return f32_type;
 }
 
+// The decoder's attention keys and values (dsl/gemm_steps.hpp, kv_type).
+using kv_type = dsl::layers::kv_type;
+// float16 where the GEMMs are int8 or bfloat16 on the CPU: those models already
+// round their activations more coarsely (int8 steps of max / 127, bfloat16's 8
+// significant bits) than float16's 11 bits, and a decode step reads every cached
+// key and value, so halving their bytes speeds up the steps attention dominates
+// (beams, long sources, large batches). float32 models keep float32 caches, and
+// GPUs float32 ones (the float16 kernels are CPU kernels).
+kv_type default_kv(device d, gemm_weights gemms);
+
 // The model as the DSL describes it (dsl/layers.hpp): each phase's input, layers
 // and output, and what decoding reads of the logits.
 struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;
   std::vector<dsl::layers::flat_step> encoder_input, encoder_output, decoder_input, decoder_output;
   std::vector<dsl::layers::flat_step> candidates, pick;
-  static layer_descriptions of(const model_config& config, gemm_weights gemms = gemm_weights::float32);
+  static layer_descriptions of(const model_config& config, gemm_weights gemms = gemm_weights::float32,
+                               kv_type kv = kv_type::float32);
 };
+
+// A buffer of any element type the kernels exchange: float32 activations, float16
+// caches (an activation's type is its description's).
+using abuffer = Halide::Runtime::Buffer<>;
 
 class executor {
 public:
@@ -56,6 +73,7 @@ public:
   // descriptions is bound here: an unknown kernel, a weight the model lacks, or an
   // argument the description and the kernel do not agree on is an error naming it.
   executor(const model_config& config, const model_weights& weights, device dev = device::cpu);
+  executor(const model_config& config, const model_weights& weights, device dev, kv_type kv);
   executor(const model_config& config, const model_weights& weights, device dev, const layer_descriptions& layers);
 
   // What reserve() sizes the buffers for. Allocates only when growing.
@@ -132,7 +150,7 @@ private:
     bool is_output = false;
     halide_type_t type; // element type (scalars: the value's type)
     const weight_buffer* weight = nullptr;
-    fbuffer* act = nullptr;      // activation, cache or per-source tensor
+    abuffer* act = nullptr;      // activation, cache or per-source tensor
     ibuffer* integers = nullptr; // lengths, the call's tokens or the picked ids
     double value = 0;            // role::constant
     int seq_dim = -1;            // index of the src/tgt dimension, -1 if none
@@ -154,30 +172,30 @@ private:
                        bool decoder);
   void run(const plan& p, phase ph);
   scalar_value scalar(const operand& o) const;
-  fbuffer view(const operand& o, bool grouped = false) const;
+  abuffer view(const operand& o, bool grouped = false) const;
   bool staged(const operand& o) const;
-  fbuffer staging(const operand& o);
+  abuffer staging(const operand& o);
   void check(int rc, const char* kernel) const; // const char*: no allocation on success
   // Device residency (no-ops on the CPU).
   template <class B> void upload(B& b) const;   // after host writes; allocates on the device the first time
   template <class B> void download(B& b) const; // before host reads
-  void copy(fbuffer src, fbuffer dst) const;    // dst = src, where the data lives
+  void copy(abuffer src, abuffer dst) const;    // dst = src, where the data lives
   int batch_dim_of(const std::string& per_source_key) const;
   // The encoder's activations, its output (the memory) and per-source tensors: one row per source.
-  bool per_source_batch(const std::string& key, const fbuffer& buf) const;
+  bool per_source_batch(const std::string& key, const abuffer& buf) const;
   struct row_copy {
-    fbuffer from, to;
+    abuffer from, to;
   };
   // Batch row `from` of one buffer to row `to` of another (or the same; only the
   // first `len` along len_dim, if >= 0): the two views, and the copy.
-  row_copy row_views(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+  row_copy row_views(const abuffer& from_buf, int from, const abuffer& to_buf, int to, int batch_dim, int len_dim,
                      int len) const;
-  void copy_row(const fbuffer& from_buf, int from, const fbuffer& to_buf, int to, int batch_dim, int len_dim,
+  void copy_row(const abuffer& from_buf, int from, const abuffer& to_buf, int to, int batch_dim, int len_dim,
                 int len) const;
   // The call's part of a k/v row table (kv_rows operand): keys x query rows.
   ibuffer kv_rows_view(const operand& o) const;
-  static void written(fbuffer& view); // a kernel wrote `view` (see executor.cpp)
-  fbuffer& activation(const std::string& key, const std::vector<std::string>& dims, role kind);
+  static void written(abuffer& view); // a kernel wrote `view` (see executor.cpp)
+  abuffer& activation(const std::string& key, const std::vector<std::string>& dims, halide_type_t type, role kind);
 
   const model_config& config_;
   const model_weights& weights_;
@@ -186,23 +204,24 @@ private:
   std::vector<plan> encoder_, decoder_;
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
   plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, candidates_, pick_;
-  std::map<std::string, fbuffer> acts_;
-  // The activations the phases hand over, looked up once at binding (a decode step
-  // looks nothing up by name).
-  fbuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *chunk_max_ = nullptr,
+  std::map<std::string, abuffer> acts_;
+  // The activations the phases hand over (float32), looked up once at binding (a
+  // decode step looks nothing up by name).
+  abuffer *encoder_x_ = nullptr, *memory_ = nullptr, *logits_ = nullptr, *chunk_max_ = nullptr,
           *top_log_prob_ = nullptr;
   std::map<std::string, std::vector<std::string>> act_dims_;
+  std::map<std::string, halide_type_t> act_types_;
   std::vector<std::string> caches_, per_source_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   ibuffer pick_ids_; // (1, rows)
-  fbuffer pick_lp_;  // (1, rows)
+  abuffer pick_lp_;  // (1, rows), float32
   ibuffer tokens_;   // the current call's token ids (a view of the caller's)
   // Attention's k/v row tables (key position, row): the identity for sources, and
   // for the self-attention caches the row holding each position of each row's
   // history (beams share their prefixes' rows); old_tgt_rows_ is reorder's copy.
   ibuffer src_rows_, tgt_rows_;
   std::vector<int32_t> old_tgt_rows_;
-  std::map<const fbuffer*, fbuffer> staging_; // per cache, on a GPU (see staged())
+  std::map<const abuffer*, abuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0, sources_cap_ = 0;
   profiler* profiler_ = nullptr;
   // The current call's extents.

@@ -10,16 +10,17 @@ namespace halformer {
 namespace layers = dsl::layers;
 
 namespace {
-// The layers of a configuration whose GEMMs run in `gemms` (a layers::gemm_c tag).
-template <class G> layer_descriptions described(const model_config& c, G gemms) {
+// The layers of a configuration whose GEMMs run in `gemms` (a layers::gemm_c tag)
+// and whose decoder attends to keys and values of type `kv` (a layers::kv_c tag).
+template <class G, class KV> layer_descriptions described(const model_config& c, G gemms, KV kv) {
   using dsl::hana::false_c, dsl::hana::true_c;
   layer_descriptions d;
   if (c.norm_first) {
     d.encoder = layers::flatten(layers::encoder_layer(true_c, c.activation, gemms));
-    d.decoder = layers::flatten(layers::decoder_layer(true_c, c.activation, gemms));
+    d.decoder = layers::flatten(layers::decoder_layer(true_c, c.activation, gemms, kv));
   } else {
     d.encoder = layers::flatten(layers::encoder_layer(false_c, c.activation, gemms));
-    d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation, gemms));
+    d.decoder = layers::flatten(layers::decoder_layer(false_c, c.activation, gemms, kv));
   }
   d.encoder_input = layers::flatten(layers::encoder_input(gemms));
   if (c.final_norm) // without one the executor copies the last layer's "x" to the memory
@@ -31,22 +32,32 @@ template <class G> layer_descriptions described(const model_config& c, G gemms) 
   d.pick = layers::flatten(layers::greedy_choice());
   return d;
 }
+
+template <class G> layer_descriptions described(const model_config& c, G gemms, kv_type kv) {
+  return kv == kv_type::float16 ? described(c, gemms, layers::float16_kv) : described(c, gemms, layers::float32_kv);
+}
 } // namespace
 
-layer_descriptions layer_descriptions::of(const model_config& c, gemm_weights gemms) {
+kv_type default_kv(device d, gemm_weights gemms) {
+  return d == device::cpu && gemms != gemm_weights::float32 ? kv_type::float16 : kv_type::float32;
+}
+
+layer_descriptions layer_descriptions::of(const model_config& c, gemm_weights gemms, kv_type kv) {
   switch (gemms) {
   case gemm_weights::int8:
-    return described(c, layers::int8_gemms);
+    return described(c, layers::int8_gemms, kv);
   case gemm_weights::bfloat16:
-    return described(c, layers::bf16_gemms);
+    return described(c, layers::bf16_gemms, kv);
   case gemm_weights::float32:
     break;
   }
-  return described(c, layers::float32_gemms);
+  return described(c, layers::float32_gemms, kv);
 }
 
 executor::executor(const model_config& c, const model_weights& w, device d)
-    : executor(c, w, d, layer_descriptions::of(c, w.gemms)) {}
+    : executor(c, w, d, default_kv(d, w.gemms)) {}
+executor::executor(const model_config& c, const model_weights& w, device d, kv_type kv)
+    : executor(c, w, d, layer_descriptions::of(c, w.gemms, kv)) {}
 
 executor::executor(const model_config& c, const model_weights& w, device d, const layer_descriptions& layers)
     : config_(c), weights_(w), device_(d), iface_(interface_of(d)) {
@@ -86,8 +97,21 @@ void executor::bind_top(const layer_descriptions& layers) {
   top_log_prob_ = handed_over("decoder.top_log_prob");
 }
 
-fbuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, role kind) {
+namespace {
+std::string type_name(halide_type_t t) {
+  return t.code == halide_type_bfloat  ? std::string("bfloat16")
+         : t.code == halide_type_float ? "float" + std::to_string(t.bits)
+         : t.code == halide_type_int   ? "int" + std::to_string(t.bits)
+                                       : "uint" + std::to_string(t.bits);
+}
+} // namespace
+
+abuffer& executor::activation(const std::string& key, const std::vector<std::string>& dims, halide_type_t type,
+                              role kind) {
   auto [it, fresh] = acts_.try_emplace(key);
+  if (!fresh && act_types_.at(key) != type)
+    throw error("activation '" + key + "' is described as " + type_name(act_types_.at(key)) + " and as " +
+                type_name(type));
   if (!fresh && act_dims_.at(key) != dims) {
     std::string a, b;
     for (const auto& d : act_dims_.at(key))
@@ -97,7 +121,7 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
     throw error("activation '" + key + "' is described with dims (" + a + " ) and (" + b + " )");
   }
   if (fresh) {
-    act_dims_[key] = dims;
+    act_dims_[key] = dims, act_types_[key] = type;
     if (kind == role::cache)
       caches_.push_back(key);
     if (kind == role::per_source)
@@ -105,14 +129,6 @@ fbuffer& executor::activation(const std::string& key, const std::vector<std::str
   }
   return it->second;
 }
-
-namespace {
-std::string type_name(halide_type_t t) {
-  return t.code == halide_type_float ? "float" + std::to_string(t.bits)
-         : t.code == halide_type_int ? "int" + std::to_string(t.bits)
-                                     : "uint" + std::to_string(t.bits);
-}
-} // namespace
 
 executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const layer_tensors& weights,
                               const std::string& scope, bool decoder) {
@@ -209,10 +225,11 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   // Keys: per phase ("encoder.", "decoder."; a name with a phase is kept as it
   // is), and per decoder layer for what persists across steps (caches,
   // cross-attention keys and values).
-  const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
+  // A per-source tensor with a phase is one for all layers (role::per_source).
   const bool qualified = o.actual.rfind("encoder.", 0) == 0 || o.actual.rfind("decoder.", 0) == 0;
+  const bool per_layer = o.kind == role::cache || (o.kind == role::per_source && !qualified);
   const std::string prefix = per_layer ? scope + "." : qualified ? "" : decoder ? "decoder." : "encoder.";
-  op.act = &activation(prefix + o.actual, o.dims, o.kind);
+  op.act = &activation(prefix + o.actual, o.dims, op.type, o.kind);
   for (std::size_t d = 0; d < o.dims.size(); ++d) {
     if (o.dims[d] == "src" || o.dims[d] == "tgt")
       op.seq_dim = int(d), op.seq_is_tgt = o.dims[d] == "tgt";

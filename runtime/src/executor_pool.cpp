@@ -13,7 +13,7 @@ executor_pool::lease::lease(executor_pool& pool, profiler* prof) : pool_(pool) {
     }
   }
   if (!exec_)
-    exec_ = std::make_unique<executor>(pool.config_, pool.weights_, pool.device_);
+    exec_ = std::make_unique<executor>(pool.config_, pool.weights_, pool.device_, pool.kv_);
   exec_->set_profiler(prof);
 }
 

@@ -15,7 +15,8 @@ namespace halformer {
 
 class executor_pool {
 public:
-  executor_pool(const model_config& c, const model_weights& w, device d) : config_(c), weights_(w), device_(d) {}
+  executor_pool(const model_config& c, const model_weights& w, device d, kv_type kv)
+      : config_(c), weights_(w), device_(d), kv_(kv) {}
 
   class lease {
   public:
@@ -38,6 +39,7 @@ private:
   const model_config& config_;
   const model_weights& weights_;
   const device device_;
+  const kv_type kv_;
   std::mutex idle_lock_, profile_lock_;
   std::vector<std::unique_ptr<executor>> idle_;
 };

@@ -19,6 +19,7 @@ struct Model::impl {
   load_options options;
   model_weights weights;
   halformer::device device = halformer::device::cpu;
+  kv_type kv = kv_type::float32;
   std::unique_ptr<executor_pool> pool; // translate(), encode(), forward(): one executor per call
   std::unique_ptr<executor> session;   // begin() and decode_step()'s
   int position = 0;                    // next decode_step's position
@@ -45,6 +46,20 @@ gemm_weights select_compute_type(const std::string& name, device d) {
     return gemm_weights::bfloat16;
   }
   throw error("unknown compute type '" + name + "' (expected float32, int8, bfloat16 or auto)");
+}
+
+// "float32", "float16" or "auto" -> the decoder's key and value type on device `d`.
+kv_type select_kv_cache(const std::string& name, device d, gemm_weights gemms) {
+  if (name == "auto")
+    return default_kv(d, gemms);
+  if (name == "float32")
+    return kv_type::float32;
+  if (name != "float16")
+    throw error("unknown kv cache type '" + name + "' (expected float32, float16 or auto)");
+  if (d != device::cpu)
+    throw error(std::string("float16 keys and values run on the CPU only (no GPU float16 kernels); use float32 on ") +
+                device_name(d));
+  return kv_type::float16;
 }
 
 // "cpu", "cuda", "opencl" or "auto" -> a usable device. A named GPU that is not
@@ -102,6 +117,7 @@ Model::~Model() = default;
 const model_config& Model::config() const { return impl_->config; }
 const std::vector<std::string>& Model::warnings() const { return impl_->warnings; }
 std::string Model::device() const { return device_name(impl_->device); }
+std::string Model::kv_cache() const { return impl_->kv == kv_type::float16 ? "float16" : "float32"; }
 std::string Model::compute_type() const {
   const gemm_weights g = impl_->weights.gemms;
   return g == gemm_weights::int8 ? "int8" : g == gemm_weights::bfloat16 ? "bfloat16" : "float32";
@@ -109,7 +125,7 @@ std::string Model::compute_type() const {
 std::size_t Model::weight_bytes() const { return impl_->weights.bytes(); }
 
 std::vector<std::string> Model::kernels() const {
-  const layer_descriptions d = layer_descriptions::of(impl_->config, impl_->weights.gemms);
+  const layer_descriptions d = layer_descriptions::of(impl_->config, impl_->weights.gemms, impl_->kv);
   std::vector<std::string> lines, seen;
   for (const auto* phase : {&d.encoder_input, &d.encoder, &d.encoder_output, &d.decoder_input, &d.decoder,
                             &d.decoder_output, &d.pick, &d.candidates})
@@ -142,12 +158,13 @@ Model Model::load(const std::string& dir, const load_options& options) {
   p->config = model_config::load_dir(dir, &p->warnings);
   p->device = select_device(options.device, p->warnings);
   const gemm_weights gemms = select_compute_type(options.compute_type, p->device);
+  p->kv = select_kv_cache(options.kv_cache, p->device, gemms);
   check_positions(p->config, p->options);
   safetensors_file file(dir + "/model.safetensors");
   p->weights = model_weights::load(file, p->config, gemms);
   executor::upload_weights(p->weights, p->device);
-  p->pool = std::make_unique<executor_pool>(p->config, p->weights, p->device);
-  p->session = std::make_unique<executor>(p->config, p->weights, p->device);
+  p->pool = std::make_unique<executor_pool>(p->config, p->weights, p->device, p->kv);
+  p->session = std::make_unique<executor>(p->config, p->weights, p->device, p->kv);
   return Model(std::move(p));
 }
 

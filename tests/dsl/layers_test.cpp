@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace halformer::dsl;
@@ -62,6 +63,40 @@ TEST_CASE("decoder layers: kernel order and data flow", "[layers]") {
   CHECK(check_flow(layers::decoder_layer(hana::true_c, "relu"), inputs, "y") ==
         v{"layernorm", "qkv_projection", "attention", "out_projection", "kv_projection", "layernorm", "q_projection",
           "attention", "out_projection", "layernorm", "ffn_relu"});
+}
+
+TEST_CASE("decoder layers with float16 keys and values round each projection's into them", "[layers]") {
+  const std::set<std::string> inputs{"y", "memory", "src_lengths", "tgt_lengths", "src_rows", "tgt_rows"};
+  using v = std::vector<std::string>;
+  const auto layer = layers::decoder_layer(hana::true_c, "relu", layers::int8_gemms, layers::float16_kv);
+  CHECK(check_flow(layer, inputs, "y") == v{"layernorm", "qkv_projection_int8", "kv_to_float16", "attention_f16kv",
+                                            "out_projection_int8", "kv_projection_int8", "kv_to_float16", "layernorm",
+                                            "q_projection_int8", "attention_f16kv", "out_projection_int8", "layernorm",
+                                            "ffn_relu_int8"});
+  // Caches and per-source keys and values are float16; the float32 projections go
+  // through the step's scratch ("k_new") or the layers' shared one ("decoder.memory_k").
+  std::map<std::string, dtype> types;
+  std::map<std::string, layers::role> roles;
+  layers::walk(layer, [&](const auto& step) {
+    layers::for_each_operand(step, [&](const auto& op) {
+      if (!layers::is_scalar(op.actual.kind) && op.actual.kind != layers::role::weight) {
+        INFO(step.function << ": " << op.formal << " <- " << op.actual.name);
+        CHECK((!types.count(op.actual.name) || types[op.actual.name] == op.type)); // one type per tensor
+        types[op.actual.name] = op.type, roles[op.actual.name] = op.actual.kind;
+      }
+    });
+  });
+  for (const char* half :
+       {"self_attn.k_cache", "self_attn.v_cache", "multihead_attn.k_memory", "multihead_attn.v_memory"})
+    CHECK(types.at(half) == dtype::f16);
+  for (const char* scratch : {"self_attn.k_new", "self_attn.v_new", "decoder.memory_k", "decoder.memory_v"})
+    CHECK(types.at(scratch) == dtype::f32);
+  CHECK(roles.at("self_attn.k_cache") == layers::role::cache);
+  CHECK(roles.at("decoder.memory_k") == layers::role::per_source); // runs once per source with the projection
+  // The encoder keeps float32 keys and values.
+  CHECK(check_flow(layers::encoder_layer(hana::true_c, "relu", layers::int8_gemms), {"x", "src_lengths", "src_rows"},
+                   "x") ==
+        v{"layernorm", "qkv_projection_int8", "attention", "out_projection_int8", "layernorm", "ffn_relu_int8"});
 }
 
 TEST_CASE("attention steps carry their masks as typed scalars", "[layers]") {

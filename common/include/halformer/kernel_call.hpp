@@ -37,6 +37,7 @@ inline constexpr halide_type_t f32_type{halide_type_float, 32, 1};
 inline constexpr halide_type_t i32_type{halide_type_int, 32, 1};
 inline constexpr halide_type_t i8_type{halide_type_int, 8, 1};
 inline constexpr halide_type_t bf16_type{halide_type_bfloat, 16, 1};
+inline constexpr halide_type_t f16_type{halide_type_float, 16, 1};
 inline constexpr halide_type_t bool_type{halide_type_uint, 1, 1};
 
 // The kernel `name` of a library's list (halformer_kernels_cpu() ...).

@@ -26,6 +26,8 @@ using i8b = Buffer<int8_t>;
 // bfloat16 values as their bits; the raw buffer's type says bfloat16 (Halide's
 // runtime has no C++ bfloat16 type), so kernels taking bfloat16 accept it.
 using bf16b = Buffer<uint16_t>;
+// float16 values as their bits likewise (attention_f16kv's keys and values).
+using f16b = Buffer<uint16_t>;
 
 extern std::mt19937 rng;
 
@@ -41,6 +43,10 @@ bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale);
 // runtime stores it; and such a weight as a reference (out, in) matrix (input and
 // output the flattened indices of their dims).
 fb random_panels(const std::vector<int>& dims, int inputs, float scale);
+// Normal values (deviation `scale`) rounded to float16, and float16 values as a
+// reference tensor (f16_problems.cpp).
+f16b random_f16(std::vector<int> shape, float scale);
+ref::tensor f16_to_ref(const f16b& b);
 ref::tensor panels_to_ref(const fb& packed, const std::vector<int>& dims, int inputs);
 
 // The shape's values by name; every one must be read by the kernel's problem.
@@ -75,7 +81,8 @@ struct call_set {
   std::vector<ib> i;
   std::vector<i8b> i8;
   std::vector<bf16b> bf16;
-  // fn(buffer) for every buffer, in the caller's order (f, i, i8, bf16).
+  std::vector<f16b> f16;
+  // fn(buffer) for every buffer, in the caller's order (f, i, i8, bf16, f16).
   template <class F> void for_each_buffer(F&& fn) { visit(*this, fn); }
   template <class F> void for_each_buffer(F&& fn) const { visit(*this, fn); }
 
@@ -88,6 +95,8 @@ private:
     for (auto& b : s.i8)
       fn(b);
     for (auto& b : s.bf16)
+      fn(b);
+    for (auto& b : s.f16)
       fn(b);
   }
 };
@@ -114,10 +123,11 @@ struct scalar_input {
 };
 
 // A kernel at a shape: its arguments by name (call_set::f[k] is f_names[k],
-// i[k] is i_names[k], i8[k] is i8_names[k], bf16[k] is bf16_names[k]; `outputs` names the written ones), how to make a
+// i[k] is i_names[k], i8[k] is i8_names[k], bf16[k] is bf16_names[k], f16[k] is
+// f16_names[k]; `outputs` names the written ones), how to make a
 // set of them, sampled float64 verification and the costs behind GFLOP/s and GB/s.
 struct problem {
-  std::vector<std::string> f_names, i_names, i8_names, bf16_names, outputs;
+  std::vector<std::string> f_names, i_names, i8_names, bf16_names, f16_names, outputs;
   std::vector<scalar_input> scalars;
   std::function<call_set()> make;
   std::function<void(call_set&, error_meter&)> verify; // rows: sample_rows()

@@ -45,6 +45,12 @@ struct load_options {
   // embeddings, LayerNorm, softmax and attention in float32); or "auto" (int8 on
   // the CPU, where it is the fastest; float32 on a GPU, whose int8 kernels are not).
   std::string compute_type = "float32";
+  // The decoder's attention keys and values (its self-attention caches and the
+  // encoder memory's cross-attention keys and values): "float32"; "float16" (half
+  // the bytes a decode step reads; rounded to nearest, saturating at +-65504; the
+  // CPU only); or "auto": float16 with int8 or bfloat16 GEMMs on the CPU, whose
+  // activations are already rounded more coarsely, else float32.
+  std::string kv_cache = "auto";
 };
 
 // Thread safety: translate(), encode() and forward() may be called from several
@@ -63,6 +69,7 @@ public:
   const std::vector<std::string>& warnings() const; // e.g. unknown config keys
   std::string device() const;                       // the device the kernels run on
   std::string compute_type() const;                 // "float32" or "int8" (what "auto" chose)
+  std::string kv_cache() const;                     // "float32" or "float16" (what "auto" chose)
   // The kernels this model runs, in the order of a decode step's first use (one
   // line each: the kernel and its arguments' element types).
   std::vector<std::string> kernels() const;

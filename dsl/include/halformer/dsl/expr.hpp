@@ -16,27 +16,29 @@
 
 namespace halformer::dsl {
 
-enum class dtype { f32, i32, i8, bf16, boolean };
+enum class dtype { f32, i32, i8, bf16, f16, boolean };
 constexpr const char* dtype_name(dtype d) {
   return d == dtype::f32    ? "float32"
          : d == dtype::i32  ? "int32"
          : d == dtype::i8   ? "int8"
          : d == dtype::bf16 ? "bfloat16"
+         : d == dtype::f16  ? "float16"
                             : "bool";
 }
 constexpr int dtype_bytes(dtype d) {
-  return d == dtype::f32 || d == dtype::i32 ? 4 : d == dtype::bf16 ? 2 : 1;
+  return d == dtype::f32 || d == dtype::i32 ? 4 : d == dtype::bf16 || d == dtype::f16 ? 2 : 1;
 }
 
 // Element types as types, one per dtype: an expression's element type is part of
 // its C++ type, so an int8 tensor meeting a float one without quantize or
-// dequantize between them (or a bfloat16 one without to_bfloat16) fails to
-// compile, as a shape mismatch does.
+// dequantize between them (or a bfloat16 or float16 one without to_bfloat16 or
+// to_float16) fails to compile, as a shape mismatch does.
 template <dtype D> struct element { static constexpr dtype value = D; };
 inline constexpr element<dtype::f32> f32{};
 inline constexpr element<dtype::i32> i32{};
 inline constexpr element<dtype::i8> i8{};
 inline constexpr element<dtype::bf16> bf16{};
+inline constexpr element<dtype::f16> f16{};
 inline constexpr element<dtype::boolean> boolean{};
 
 template <class Op, class Shape, class Element, class... Args> struct tensor {
@@ -136,6 +138,9 @@ struct quantize { // clamp(round_half_even(x * (1 / step)), -127, 127); a zero r
   std::string name;
 };
 struct to_bfloat16 { // float32 rounded to bfloat16, to nearest even (as vcvtneps2bf16)
+  std::string name;
+};
+struct to_float16 { // float32 rounded to float16, to nearest even, saturating at +-65504 (never infinite)
   std::string name;
 };
 struct dequantize { // an int32 accumulation times its row's step and its column's step
@@ -347,6 +352,8 @@ template <class D, class T, Tensor O, Tensor S> auto sinusoidal(std::string name
 // is a tree of rows that share their prefixes, so reordering beams rewrites this
 // table and copies no keys (an identity table reads row b). lengths (batch) masks
 // keys >= length, causal masks keys > query + offset. Result (d_k, t, heads, batch).
+// k and v may be float16 (a cache of half the bytes, dsl/float16.hpp): each is
+// widened to float32 where it is read, and the arithmetic stays float32.
 // decode_step (boolean) says the call's queries are one decode step's hypotheses
 // (one position per row, or a source's beams as the queries of its
 // cross-attention): lowering::attention_takes_direct says what it decides.
@@ -362,7 +369,8 @@ auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, 
                 "halformer::dsl::attention: kv_rows must be (tk, batch)");
   static_assert(std::is_same_v<shape_t<L>, decltype(shape(batch))>,
                 "halformer::dsl::attention: lengths must be (batch)");
-  static_assert(all_float_v<Q, K, V>, "halformer::dsl::attention: q, k and v must be float32");
+  static_assert(all_float_v<Q> && dtype_v<K> == dtype_v<V> && (dtype_v<K> == dtype::f32 || dtype_v<K> == dtype::f16),
+                "halformer::dsl::attention: q must be float32, k and v both float32 or both float16");
   static_assert(dtype_v<R> == dtype::i32 && dtype_v<L> == dtype::i32,
                 "halformer::dsl::attention: kv_rows and lengths must be int32");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),

@@ -27,6 +27,16 @@ template <class G> inline constexpr bool is_bf16_v = G::value == gemm_type::bf16
 template <class G, class Float, class Int8, class Bf16>
 using by_gemm_t = std::conditional_t<is_int8_v<G>, Int8, std::conditional_t<is_bf16_v<G>, Bf16, Float>>;
 
+// Attention's keys and values: float32, or float16 (the decoder's caches and its
+// cross-attention keys and values at half the bytes, which decode steps read in
+// full: attention_f16kv, each projection's rounded by kv_to_float16). A layer
+// description takes it as a compile-time tag, as the GEMM type.
+enum class kv_type { float32, float16 };
+template <kv_type K> using kv_c = std::integral_constant<kv_type, K>;
+inline constexpr kv_c<kv_type::float32> float32_kv{};
+inline constexpr kv_c<kv_type::float16> float16_kv{};
+template <class KV> inline constexpr bool is_f16_kv_v = KV::value == kv_type::float16;
+
 // The name a weight's int8 steps go by.
 inline std::string step_name(const std::string& weight) { return weight + ".step"; }
 

@@ -12,6 +12,7 @@
 // entry in `all` below.
 #pragma once
 
+#include "halformer/dsl/kernels_attention.hpp"
 #include "halformer/dsl/kernels_bf16.hpp"
 #include "halformer/dsl/quantize.hpp"
 
@@ -79,24 +80,6 @@ struct q_projection : head_projection {
   static constexpr std::string_view name = "q_projection";
   auto inputs() const { return hana::make_tuple(x, weight("w_q"), bias("b_q")); }
   auto outputs() const { return hana::make_tuple(projection("q")); }
-};
-
-// k and v rows by a table (dsl::attention): decode steps read a beam's cache in
-// place, the encoder passes the identity.
-struct attention {
-  static constexpr std::string_view name = "attention", schedule = "attention";
-  decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
-  decltype(input("k", shape(d_k, tk, heads, kv_row))) k = input("k", shape(d_k, tk, heads, kv_row));
-  decltype(input("v", shape(d_k, tk, heads, kv_row))) v = input("v", shape(d_k, tk, heads, kv_row));
-  decltype(input("kv_rows", shape(tk, batch), i32)) kv_rows = input("kv_rows", shape(tk, batch), i32);
-  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
-  decltype(param("causal", boolean)) causal = param("causal", boolean);
-  decltype(param("offset", i32)) offset = param("offset", i32);
-  decltype(param("decode_step", boolean)) decode_step = param("decode_step", boolean);
-
-  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step); }
-  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset, decode_step); }
-  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
 // Merge heads, project, add bias and the residual. Weights (d_k, heads, d_model)
@@ -251,7 +234,8 @@ struct logits_int8 {
 // panels store 4 inputs per line and so pad it too.
 struct embedding_int8 {
   static constexpr std::string_view name = "embedding_int8", schedule = "embedding";
-  decltype(panel_input("table", shape(d_model, vocab), 1, i8)) table = panel_input("table", shape(d_model, vocab), 1, i8);
+  decltype(panel_input("table", shape(d_model, vocab), 1, i8)) table =
+      panel_input("table", shape(d_model, vocab), 1, i8);
   decltype(input("table_step", shape(vocab))) table_step = input("table_step", shape(vocab));
   decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
   decltype(extent_param(d_model)) width = extent_param(d_model);
@@ -355,12 +339,19 @@ struct ffn_silu_int8 : ffn_int8 {
 // The registry: every kernel the libraries hold, by its struct. The build's kernel
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
-    hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, out_projection, ffn_relu, ffn_gelu,
-                  ffn_silu, layernorm, add_layernorm, softmax, log_softmax, logits, greedy_pick, beam_candidates,
-                  embedding_int8, logits_int8, qkv_projection_int8, kv_projection_int8, q_projection_int8,
-                  out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8, logits_bf16, qkv_projection_bf16,
-                  kv_projection_bf16, q_projection_bf16, out_projection_bf16, ffn_relu_bf16, ffn_gelu_bf16,
-                  ffn_silu_bf16>;
+    hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, attention_f16kv, kv_to_float16,
+                  out_projection, ffn_relu, ffn_gelu, ffn_silu, layernorm, add_layernorm, softmax, log_softmax, logits,
+                  greedy_pick, beam_candidates, embedding_int8, logits_int8, qkv_projection_int8, kv_projection_int8,
+                  q_projection_int8, out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8, logits_bf16,
+                  qkv_projection_bf16, kv_projection_bf16, q_projection_bf16, out_projection_bf16, ffn_relu_bf16,
+                  ffn_gelu_bf16, ffn_silu_bf16>;
+
+// Kernels the GPU libraries leave out (cmake/HalformerKernels.cmake: CPU_ONLY):
+// those declaring `cpu_only`.
+template <class K> constexpr bool cpu_only_v = false;
+template <class K>
+requires requires { K::cpu_only; }
+constexpr bool cpu_only_v<K> = K::cpu_only;
 
 // Calls f(kernel) with the kernel named `name`; an unknown name is an error
 // listing the known ones.
@@ -384,13 +375,18 @@ template <class F> void visit(std::string_view name, F&& f) {
 struct interface {
   std::string_view name, schedule;
   std::vector<argument> inputs, outputs;
+  // The kernel whose shape-bucket knob sets (a knob file's _buckets.<kernel>) this
+  // one takes: itself, or the one its `bucket_knobs_of` names.
+  std::string_view bucket_knobs_of;
 };
 template <class K>
 requires requires { K::name; }
 interface interface_of(const K& k) {
   interface i {
-    K::name, K::schedule, {}, {}
+    K::name, K::schedule, {}, {}, K::name
   };
+  if constexpr (requires { K::bucket_knobs_of; })
+    i.bucket_knobs_of = K::bucket_knobs_of;
   hana::for_each(k.inputs(), [&](const auto& leaf) { i.inputs.push_back(describe(leaf)); });
   hana::for_each(k.outputs(), [&](const auto& r) { i.outputs.push_back(describe(r)); });
   return i;
@@ -399,6 +395,12 @@ inline interface interface_of(std::string_view name) {
   interface i;
   visit(name, [&](const auto& k) { i = interface_of(k); });
   return i;
+}
+
+inline bool cpu_only(std::string_view name) {
+  bool only = false;
+  visit(name, [&](const auto& k) { only = cpu_only_v<std::decay_t<decltype(k)>>; });
+  return only;
 }
 
 } // namespace halformer::dsl::kernels

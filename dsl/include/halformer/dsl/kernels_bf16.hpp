@@ -3,7 +3,8 @@
 // it is, as the int8 kernels'), the inputs rounded to bfloat16 once per kernel,
 // products summed in float32 (dsl::bf16_linear: vdpbf16ps on AVX-512 BF16), bias,
 // activation and residual in float32. LayerNorm, softmax, attention and the
-// embedding stay float32. Part of kernels.hpp's registry.
+// embedding stay float32. CPU kernels only (no GPU bfloat16 schedules). Part of
+// kernels.hpp's registry.
 #pragma once
 
 #include "halformer/dsl/bfloat16.hpp"
@@ -14,6 +15,7 @@ using namespace dims;
 
 struct logits_bf16 {
   static constexpr std::string_view name = "logits_bf16", schedule = "logits_bf16";
+  static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("w", shape(d_model, vocab), bf16)) w = input("w", shape(d_model, vocab), bf16);
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
@@ -26,6 +28,7 @@ struct logits_bf16 {
 // Weights (d_model, d_k, heads), biases (d_k, heads).
 struct head_projection_bf16 {
   static constexpr std::string_view schedule = "head_projection_bf16";
+  static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   static auto weight(const std::string& n) { return input(n, shape(d_model, d_k, heads), bf16); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
@@ -58,6 +61,7 @@ struct q_projection_bf16 : head_projection_bf16 {
 // Merge heads, project, add bias and the residual. Weights (d_k, heads, d_model).
 struct out_projection_bf16 {
   static constexpr std::string_view name = "out_projection_bf16", schedule = "out_projection_bf16";
+  static constexpr bool cpu_only = true;
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
   decltype(input("w", shape(d_k, heads, d_model), bf16)) w = input("w", shape(d_k, heads, d_model), bf16);
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
@@ -74,6 +78,7 @@ struct out_projection_bf16 {
 // bfloat16 before the second GEMM. Weights (d_model, d_ff) and (d_ff, d_model).
 struct ffn_bf16 {
   static constexpr std::string_view schedule = "ffn_bf16";
+  static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(input("w1", shape(d_model, d_ff), bf16)) w1 = input("w1", shape(d_model, d_ff), bf16);

@@ -18,7 +18,9 @@ enum class role {
   activation,      // a tensor of the current phase (encoder or decoder), sized per call
   weight,          // a model weight, by its name relative to the layer; missing is a load error
   cache,           // a self-attention K/V cache: grows by t positions per decode step
-  per_source,      // computed once per source and kept per layer (cross-attention K/V)
+  per_source,      // computed once per source and kept per layer (cross-attention K/V); with a
+                   // phase in its name ("decoder.x"), one tensor for every layer: scratch
+                   // between one layer's per-source steps
   lengths,         // per batch row: source or target lengths (int32)
   kv_rows,         // per key position and batch row: the row of k/v attention reads (int32, dsl::attention)
   constant,        // a scalar fixed by the description (causal, offset 0)
@@ -121,6 +123,9 @@ template <class Kernel, class... Ops> auto run_variant(const Kernel&, std::strin
 // Output leaves of the kernels (formal), named as in the generators.
 namespace out {
 inline auto head_layout(const std::string& n) { return make(op::output{n}, shape(d_k, t, heads, batch)); }
+template <dtype D> auto head_layout(const std::string& n, element<D>) {
+  return make<element<D>>(op::output{n, D}, shape(d_k, t, heads, batch));
+}
 inline auto model_layout(const std::string& n) { return make(op::output{n}, shape(d_model, t, batch)); }
 inline auto vocab_layout(const std::string& n) { return make(op::output{n}, shape(vocab, t, batch)); }
 template <dtype D> auto rows(const std::string& n, element<D>) {

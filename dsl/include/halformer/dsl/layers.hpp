@@ -27,22 +27,47 @@ template <class T> auto norm_step(T seq, const std::string& norm_weights, const 
              out::model_layout("out") >> ref(y, shape(d_model, seq, batch)));
 }
 
+// Keys and values of x by the head projection K*, as attention of type KV reads
+// them: written to `k` and `v` (float32), or (float16) to the float32 scratch
+// `k32` and `v32` and rounded into `k` and `v` by kv_to_float16. One or two steps.
+template <class KV, class Float, class Int8, class Bf16, class G, class X, class Q, class R, class S>
+auto key_value_steps(G gemms, const std::string& prefix, const X& x, const Q& q, const R& k, const R& v, const S& k32,
+                     const S& v32) {
+  const auto projection = [&](const auto& k_out, const auto& v_out) {
+    const auto outs = hana::make_tuple(std::pair{std::string("k"), k_out}, std::pair{std::string("v"), v_out});
+    return hana::unpack(hana::concat(q, outs), [&](const auto&... o) {
+      return head_projection_step<Float, Int8, Bf16>(gemms, prefix, x, o...);
+    });
+  };
+  if constexpr (is_f16_kv_v<KV>) {
+    kernels::kv_to_float16 kc;
+    return hana::make_tuple(projection(k32, v32), run(kc, kc.k >> k32, kc.v >> v32, out::head_layout("k_f16", f16) >> k,
+                                                      out::head_layout("v_f16", f16) >> v));
+  } else {
+    return hana::make_tuple(projection(k, v));
+  }
+}
+template <class KV>
+using attention_kernel_t = std::conditional_t<is_f16_kv_v<KV>, kernels::attention_f16kv, kernels::attention>;
+
 // The self-attention block on x (d_model, T, batch) with T = src or tgt; the
 // residual-added result is named `y`. Post-LN: y = norm(x + attn(x));
-// pre-LN: y = x + attn(norm(x)). Keys and values go to the layer's caches.
-template <class T, class NormFirst, class G>
-auto self_attention(T seq, NormFirst norm_first, G gemms, const std::string& prefix, const std::string& norm_weights,
-                    const std::string& x, const std::string& y, bool causal) {
-  kernels::attention at;
+// pre-LN: y = x + attn(norm(x)). Keys and values go to the layer's caches, of
+// type KV (causal blocks only: the encoder's are float32).
+template <class T, class NormFirst, class G, class KV>
+auto self_attention(T seq, NormFirst norm_first, G gemms, KV, const std::string& prefix,
+                    const std::string& norm_weights, const std::string& x, const std::string& y, bool causal) {
+  attention_kernel_t<KV> at;
   const std::string normed = prefix + "normed_in", summed = norm_first ? y : prefix + "sum";
   const auto heads_ = [&](const std::string& n) { return ref(prefix + n, shape(d_k, seq, heads, batch)); };
   // Causal self-attention decodes step by step: its keys and values are caches.
   const auto kv = [&](const std::string& n) {
     return causal ? cache(prefix + n, shape(d_k, seq, heads, batch)) : ref(prefix + n, shape(d_k, seq, heads, batch));
   };
-  auto qkv = head_projection_step<kernels::qkv_projection, kernels::qkv_projection_int8, kernels::qkv_projection_bf16>(
-      gemms, prefix, ref(norm_first ? normed : x, shape(d_model, seq, batch)), std::pair{std::string("q"), heads_("q")},
-      std::pair{std::string("k"), kv("k_cache")}, std::pair{std::string("v"), kv("v_cache")});
+  auto qkv = key_value_steps<KV, kernels::qkv_projection, kernels::qkv_projection_int8, kernels::qkv_projection_bf16>(
+      gemms, prefix, ref(norm_first ? normed : x, shape(d_model, seq, batch)),
+      hana::make_tuple(std::pair{std::string("q"), heads_("q")}), kv("k_cache"), kv("v_cache"), heads_("k_new"),
+      heads_("v_new"));
   auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
                  at.kv_rows >> kv_rows(causal ? "tgt_rows" : "src_rows", seq),
                  at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
@@ -50,24 +75,26 @@ auto self_attention(T seq, NormFirst norm_first, G gemms, const std::string& pre
                  out::head_layout("out") >> heads_("context"));
   auto proj = out_projection_step(gemms, seq, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
-    return hana::make_tuple(norm_step(seq, norm_weights, x, normed), qkv, att, proj);
+    return hana::concat(hana::prepend(qkv, norm_step(seq, norm_weights, x, normed)), hana::make_tuple(att, proj));
   else
-    return hana::make_tuple(qkv, att, proj, norm_step(seq, norm_weights, summed, y));
+    return hana::append(hana::concat(qkv, hana::make_tuple(att, proj)), norm_step(seq, norm_weights, summed, y));
 }
 
 // Cross-attention of decoder states x (d_model, tgt, batch) over the encoder memory
-// (d_model, src, batch). K/V of the memory are projected once per source.
-template <class NormFirst, class G>
-auto cross_attention(NormFirst norm_first, G gemms, const std::string& prefix, const std::string& norm_weights,
+// (d_model, src, batch). K/V of the memory (of type KV) are projected once per
+// source; float16 ones through one float32 scratch that every layer shares.
+template <class NormFirst, class G, class KV>
+auto cross_attention(NormFirst norm_first, G gemms, KV, const std::string& prefix, const std::string& norm_weights,
                      const std::string& x, const std::string& y) {
-  kernels::attention at;
+  attention_kernel_t<KV> at;
   const std::string normed = prefix + "normed_in", summed = norm_first ? y : prefix + "sum";
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
   const auto k = per_source(prefix + "k_memory", shape(d_k, src, heads, batch));
   const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
-  auto kv = head_projection_step<kernels::kv_projection, kernels::kv_projection_int8, kernels::kv_projection_bf16>(
-      gemms, prefix, ref("memory", shape(d_model, src, batch)), std::pair{std::string("k"), k},
-      std::pair{std::string("v"), v});
+  auto kv = key_value_steps<KV, kernels::kv_projection, kernels::kv_projection_int8, kernels::kv_projection_bf16>(
+      gemms, prefix, ref("memory", shape(d_model, src, batch)), hana::make_tuple(), k, v,
+      per_source("decoder.memory_k", shape(d_k, src, heads, batch)),
+      per_source("decoder.memory_v", shape(d_k, src, heads, batch)));
   auto qs = head_projection_step<kernels::q_projection, kernels::q_projection_int8, kernels::q_projection_bf16>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
@@ -76,9 +103,9 @@ auto cross_attention(NormFirst norm_first, G gemms, const std::string& prefix, c
                  out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
   auto proj = out_projection_step(gemms, tgt, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
-    return hana::make_tuple(kv, norm_step(tgt, norm_weights, x, normed), qs, att, proj);
+    return hana::concat(kv, hana::make_tuple(norm_step(tgt, norm_weights, x, normed), qs, att, proj));
   else
-    return hana::make_tuple(kv, qs, att, proj, norm_step(tgt, norm_weights, summed, y));
+    return hana::concat(kv, hana::make_tuple(qs, att, proj, norm_step(tgt, norm_weights, summed, y)));
 }
 
 // FFN block: post-LN y = norm(x + ffn(x)); pre-LN y = x + ffn(norm(x)).
@@ -100,16 +127,16 @@ auto feed_forward(T seq, NormFirst norm_first, G gemms, const std::string& prefi
 // derives from in_proj_weight / out_proj at load time.
 template <class NormFirst, class G = decltype(float32_gemms)>
 auto encoder_layer(NormFirst norm_first, const std::string& activation, G gemms = {}) {
-  return hana::concat(self_attention(src, norm_first, gemms, "self_attn.", "norm1", "x", "h", false),
+  return hana::concat(self_attention(src, norm_first, gemms, float32_kv, "self_attn.", "norm1", "x", "h", false),
                       feed_forward(src, norm_first, gemms, "ffn.", "norm2", "h", "x", activation));
 }
 
 // One decoder layer: masked self-attention over the KV cache, cross-attention over
-// the encoder memory, FFN: "y" -> "y".
-template <class NormFirst, class G = decltype(float32_gemms)>
-auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms = {}) {
-  return hana::concat(hana::concat(self_attention(tgt, norm_first, gemms, "self_attn.", "norm1", "y", "h1", true),
-                                   cross_attention(norm_first, gemms, "multihead_attn.", "norm2", "h1", "h2")),
+// the encoder memory (both with keys and values of type KV), FFN: "y" -> "y".
+template <class NormFirst, class G = decltype(float32_gemms), class KV = decltype(float32_kv)>
+auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms = {}, KV kv = {}) {
+  return hana::concat(hana::concat(self_attention(tgt, norm_first, gemms, kv, "self_attn.", "norm1", "y", "h1", true),
+                                   cross_attention(norm_first, gemms, kv, "multihead_attn.", "norm2", "h1", "h2")),
                       feed_forward(tgt, norm_first, gemms, "ffn.", "norm3", "h2", "y", activation));
 }
 

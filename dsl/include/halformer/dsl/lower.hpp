@@ -409,6 +409,7 @@ private:
   template <class Args> void build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::dequantize& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::to_bfloat16& o, lowered& r, std::vector<lowered>& a, const Args&);
+  template <class Args> void build(const op::to_float16& o, lowered& r, std::vector<lowered>& a, const Args&);
 
   // Attention: lower_attention.hpp.
   template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&);

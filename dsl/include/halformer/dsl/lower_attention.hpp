@@ -26,12 +26,13 @@ struct lowering::attention_operands {
   Halide::Expr row(const Halide::Expr& j, const Halide::Expr& b) const {
     return Halide::clamp(kv_rows.f(j, b), 0, kv_row_count - 1);
   }
-  // Feature d of head h of key j of query row b: k's and v's entries.
+  // Feature d of head h of key j of query row b: k's and v's entries, float32
+  // (float16 ones widened where they are read).
   Halide::Expr key(const Halide::Expr& d, const Halide::Expr& j, const Halide::Expr& h, const Halide::Expr& b) const {
-    return k.f(d, j, h, row(j, b));
+    return Halide::cast<float>(k.f(d, j, h, row(j, b)));
   }
   Halide::Expr value(const Halide::Expr& d, const Halide::Expr& j, const Halide::Expr& h, const Halide::Expr& b) const {
-    return v.f(d, j, h, row(j, b));
+    return Halide::cast<float>(v.f(d, j, h, row(j, b)));
   }
 };
 

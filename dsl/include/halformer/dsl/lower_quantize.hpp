@@ -1,4 +1,4 @@
-// int8 and bfloat16 lowering: part of dsl::lowering (lower.hpp includes this file).
+// int8, bfloat16 and float16 lowering: part of dsl::lowering (lower.hpp includes this file).
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -98,6 +98,11 @@ inline void lowering::build_dot_product_contract(const op::contract& o, lowered&
 
 template <class Args> void lowering::build(const op::to_bfloat16&, lowered& r, std::vector<lowered>& a, const Args&) {
   r.f(vars(r)) = Halide::cast(Halide::BFloat(16), call(a[0]));
+}
+// Clamped first: 65504 is float16's largest finite value, and values past it
+// would round to infinity (vcvtps2ph rounds to nearest even).
+template <class Args> void lowering::build(const op::to_float16&, lowered& r, std::vector<lowered>& a, const Args&) {
+  r.f(vars(r)) = Halide::cast(Halide::Float(16), Halide::clamp(call(a[0]), -65504.0f, 65504.0f));
 }
 
 // Quantization (quantize.hpp): a row's step is max |x| / 127; its values are x

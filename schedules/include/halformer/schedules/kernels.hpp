@@ -10,6 +10,7 @@
 #include "halformer/schedule_revisions.hpp"
 #include "halformer/schedules/cpu/attention.hpp"
 #include "halformer/schedules/cpu/candidates.hpp"
+#include "halformer/schedules/cpu/convert.hpp"
 #include "halformer/schedules/cpu/embedding.hpp"
 #include "halformer/schedules/cpu/float32.hpp"
 #include "halformer/schedules/cpu/quantized.hpp"
@@ -66,7 +67,7 @@ void call(const Halide::Target& t, const knob_values& k, const bucket_scope& in,
     F(std::forward<A>(a)..., k);
 }
 // schedule_fn adapters by how a schedule takes the outputs: one Func, the
-// projections' (stage, Func) pairs, two outputs (greedy pick's ids and
+// outputs' (stage, Func) pairs (the projections', kv_to_float16's), two outputs (greedy pick's ids and
 // log-probabilities; beam candidates' chunk maxima and log-probabilities).
 template <auto F>
 void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
@@ -95,6 +96,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
        {cpu::panel_knobs(), revisions::cpu_float32,
         projections<cpu::dot_product_head_projection<cpu::float32_inputs>>}},
       {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
+      {"kv_to_float16", {cpu::convert_knobs(), revisions::cpu_convert, projections<cpu::kv_to_float16>}},
       {"out_projection",
        {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_out_projection<cpu::float32_inputs>>}},
       {"ffn", {cpu::ffn_knobs(), revisions::cpu_float32, one<cpu::dot_product_ffn<cpu::float32_inputs>>}},

@@ -1,0 +1,58 @@
+// The attention kernels: scaled dot-product attention over float32 keys and
+// values, or over float16 ones (a KV cache of half the bytes), and the step that
+// rounds a projection's keys and values into such a cache. Part of kernels.hpp's
+// registry.
+#pragma once
+
+#include "halformer/dsl/float16.hpp"
+
+namespace halformer::dsl::kernels {
+
+using namespace dims;
+
+// k and v rows by a table (dsl::attention): decode steps read a beam's cache in
+// place, the encoder passes the identity. `KV` is k's and v's element type.
+template <dtype KV> struct attention_over {
+  static constexpr std::string_view schedule = "attention";
+  decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
+  decltype(input("k", shape(d_k, tk, heads, kv_row), element<KV>{})) k =
+      input("k", shape(d_k, tk, heads, kv_row), element<KV>{});
+  decltype(input("v", shape(d_k, tk, heads, kv_row), element<KV>{})) v =
+      input("v", shape(d_k, tk, heads, kv_row), element<KV>{});
+  decltype(input("kv_rows", shape(tk, batch), i32)) kv_rows = input("kv_rows", shape(tk, batch), i32);
+  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
+  decltype(param("causal", boolean)) causal = param("causal", boolean);
+  decltype(param("offset", i32)) offset = param("offset", i32);
+  decltype(param("decode_step", boolean)) decode_step = param("decode_step", boolean);
+
+  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step); }
+  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset, decode_step); }
+  auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
+};
+struct attention : attention_over<dtype::f32> {
+  static constexpr std::string_view name = "attention";
+};
+// Keys and values in float16, widened where they are read: the same schedule,
+// with attention's knobs (its section and its shape-bucket sets: the tuner
+// measures attention), half the bytes per cached position.
+struct attention_f16kv : attention_over<dtype::f16> {
+  static constexpr std::string_view name = "attention_f16kv", bucket_knobs_of = "attention";
+  static constexpr bool cpu_only = true;
+};
+
+// A projection's keys and values (head layout, float32) rounded to float16 for
+// attention_f16kv: a decode step's new positions into the caches, or the
+// encoder memory's keys and values once per source.
+struct kv_to_float16 {
+  static constexpr std::string_view name = "kv_to_float16", schedule = "kv_to_float16";
+  static constexpr bool cpu_only = true;
+  decltype(input("k", shape(d_k, t, heads, batch))) k = input("k", shape(d_k, t, heads, batch));
+  decltype(input("v", shape(d_k, t, heads, batch))) v = input("v", shape(d_k, t, heads, batch));
+
+  auto inputs() const { return hana::make_tuple(k, v); }
+  auto outputs() const {
+    return hana::make_tuple(result("k_f16", to_float16("k_f16", k)), result("v_f16", to_float16("v_f16", v)));
+  }
+};
+
+} // namespace halformer::dsl::kernels
