@@ -49,8 +49,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error("not enough source lines in " + sources_file);
     halformer::load_options lo;
     lo.threads = threads, lo.device = device, lo.compute_type = compute_type, lo.kv_cache = kv_cache,
-    lo.max_batch = batch * beam,
-    lo.max_target_length = new_tokens;
+    lo.max_batch = batch * beam, lo.max_target_length = new_tokens;
     const auto t_load = std::chrono::steady_clock::now();
     auto model = halformer::Model::load(model_dir, lo);
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();

@@ -1,7 +1,8 @@
 // Every halformer kernel, as built into libhalformer_kernels.a (the schedules this
 // machine's build uses), at Transformer-base shapes (d_model 512, 8 heads, d_ff
 // 2048, vocab 32000): prefill S = 128, 512, 2048 (batch 1) and decode steps with
-// batch x beam = 1, 8, 32 (one new token; attention over a 128-position cache);
+// batch x beam = 1, 8, 32 (one new token; attention over a 128-position cache,
+// of float32 and of float16 keys and values);
 // the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8
 // weights, and where the CPU has AVX-512 BF16 the bfloat16 ones (*_bf16).
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
@@ -72,6 +73,7 @@ std::vector<kcase> cases(const std::vector<std::string>& typed) {
     if (s <= 512)
       add("logits", phase, d + ",vocab=" + vocab + rows, true);
     add("softmax", phase, "n=" + S + rows, false);
+    add("kv_to_float16", phase, heads + rows, false); // a source's memory keys and values
     for (const std::string& type : typed) {
       for (const std::string k : {"qkv_projection", "kv_projection", "out_projection"})
         add(k + type, phase, heads + rows, true);
@@ -82,10 +84,14 @@ std::vector<kcase> cases(const std::vector<std::string>& typed) {
     const std::string phase = "decode rows=" + std::to_string(r), rows = ",t=1,batch=" + std::to_string(r);
     add("qkv_projection", phase, heads + rows, false);
     add("q_projection", phase, heads + rows, false);
-    add("attention", phase, heads + ",tk=" + cache + ",causal=1" + rows, false);
-    if (r >= 8) // beam 4: the cross-attention of r / 4 sources over their 128-token memories
-      add("attention", phase + " (beam 4 cross)",
-          heads + ",tk=" + cache + ",causal=0,step=1,t=4,batch=" + std::to_string(r / 4), false);
+    // float32 keys and values, and float16 ones (int8 and bfloat16 models on the CPU)
+    for (const std::string a : {"attention", "attention_f16kv"}) {
+      add(a, phase, heads + ",tk=" + cache + ",causal=1" + rows, false);
+      if (r >= 8) // beam 4: the cross-attention of r / 4 sources over their 128-token memories
+        add(a, phase + " (beam 4 cross)",
+            heads + ",tk=" + cache + ",causal=0,step=1,t=4,batch=" + std::to_string(r / 4), false);
+    }
+    add("kv_to_float16", phase, heads + rows, false); // the step's keys and values into the caches
     add("out_projection", phase, heads + rows, false);
     add("ffn_relu", phase, d + ",d_ff=2048" + rows, false);
     add("layernorm", phase, d + rows, false);

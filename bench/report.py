@@ -122,7 +122,8 @@ def e2e_sections(a, res):
     L += e2e_table(res["natural"])
     L += ["", "## End to end, int8", "",
           "halformer `--compute-type int8` (GEMM weights int8 with a step per output row, activations quantized per "
-          "row, exact int32 sums; LayerNorm, softmax and attention in float32) against CTranslate2 `int8_float32`, "
+          "row, exact int32 sums; LayerNorm, softmax and attention in float32, the decoder's attention keys and "
+          "values kept in float16, `--kv-cache auto`) against CTranslate2 `int8_float32` (float32 keys and values), "
           "on the Transformer-base model above and the trained copy model. Same output: sentences whose tokens equal "
           "halformer int8's.", ""]
     L += e2e_table(res["int8"])
@@ -136,7 +137,8 @@ def bf16_section(res):
         L += [f"halformer `--compute-type bfloat16`: {res['bf16_unavailable']}.", ""]
     else:
         L += ["halformer `--compute-type bfloat16` (GEMM weights rounded to bfloat16 at load, inputs rounded per "
-              "kernel, float32 sums by vdpbf16ps; embeddings, LayerNorm, softmax and attention in float32) against "
+              "kernel, float32 sums by vdpbf16ps; embeddings, LayerNorm, softmax and attention in float32, the "
+              "decoder's attention keys and values in float16) against "
               "CTranslate2 float32 (it has no CPU bfloat16), on the Transformer-base model; the last column of the "
               "second table is halformer bfloat16 time / halformer float32 time from the float32 table.", ""]
         L += e2e_table(res["bf16"])
