@@ -12,7 +12,6 @@ namespace halformer {
 namespace {
 namespace layers = dsl::layers;
 
-// Kernels take non-const halide_buffer_t* but do not write their inputs.
 // Buffer::translate() without dropping a device crop (translate() does): an
 // element's address, on the host or the device, is relative to the min corner,
 // so shifting the mins renumbers the coordinates and changes nothing else.
@@ -27,13 +26,6 @@ void group_rows(abuffer& b, int seq_dim, int batch_dim, int k) {
   batch.extent /= k, batch.stride *= k;
 }
 
-template <class T> halide_buffer_t* in(const Halide::Runtime::Buffer<T>& b) {
-  return const_cast<Halide::Runtime::Buffer<T>&>(b).raw_buffer();
-}
-
-} // namespace
-
-namespace {
 void require_ok(int rc, const char* what, device d) {
   if (rc != 0)
     throw error(std::string(what) + " on " + device_name(d) + " failed (code " + std::to_string(rc) +
