@@ -145,6 +145,8 @@ def test_errors_are_halformer_errors_with_their_message(marian, translator):
         halformer.Translator("/nonexistent/model")
     with pytest.raises(halformer.Error, match="compute type 'float64'"):
         halformer.Translator(marian[2], compute_type="float64")
+    with pytest.raises(halformer.Error, match="kv cache type 'half'"):
+        halformer.Translator(marian[2], kv_cache="half")
     with pytest.raises(halformer.Error, match="max_len"):
         translator.translate(["the cat"], max_len=100000)
     with pytest.raises(halformer.Error, match="nbest"):
@@ -152,3 +154,15 @@ def test_errors_are_halformer_errors_with_their_message(marian, translator):
     with pytest.raises(halformer.Error, match="max_position_embeddings"):  # this model's positions end at 128
         translator.translate(["the cat " * 100])
     assert issubclass(halformer.Error, RuntimeError)
+
+
+def test_kv_cache_chooses_the_decoders_keys_and_values(marian, translator):
+    # auto: float16 with int8 GEMMs on the CPU (runtime/src/executor.hpp, default_kv), float32 otherwise
+    assert translator.kv_cache == "float32"
+    int8 = halformer.Translator(marian[2], compute_type="int8", threads=2)
+    assert int8.kv_cache == "float16"
+    assert halformer.Translator(marian[2], compute_type="int8", threads=2, kv_cache="float32").kv_cache == "float32"
+    half = halformer.Translator(marian[2], threads=2, kv_cache="float16")
+    assert half.kv_cache == "float16"
+    text = ["the cat sat on the mat", "a dog"]
+    assert len(half.translate(text)) == len(text)
