@@ -115,6 +115,10 @@ TEST_CASE("logits match the reference for awkward vocabularies", "[projection]")
     auto b = test::random({s.vocab}, 0.1f);
     Buffer<float> out(s.vocab, s.t, s.batch);
     REQUIRE_OK(HF(logits)(x, test::panels(rows, 1), b, out));
-    CHECK_CLOSE(out, ref::linear(test::to_ref(x), test::dot_weight_to_ref(rows, 1), test::to_ref(b)), test::rtol);
+    // A logit of N(0, 1) inputs and N(0, 1 / d_model) weights is ~N(0, 1): vocabulary
+    // 1 has one, whose cancellation (seed 3069858206: -0.0018 of seven ~0.4 terms)
+    // its own rms would not allow for.
+    CHECK_CLOSE_AT(out, ref::linear(test::to_ref(x), test::dot_weight_to_ref(rows, 1), test::to_ref(b)), test::rtol,
+                   1.0);
   }
 }

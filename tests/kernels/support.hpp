@@ -8,8 +8,11 @@
 //     |got - ref| <= rtol * (|ref| + rms(ref))     with rtol = 1e-5,
 // i.e. 1e-5 relative to the element or to the output's typical magnitude,
 // whichever is larger (an element that cancels to ~0 cannot have a smaller error
-// than its terms' rounding). A wrong index, mask or missing term produces errors
-// of order 1e-2..1 and fails by orders of magnitude.
+// than its terms' rounding). An output of one or a few elements has no typical
+// magnitude of its own (its rms is the element, however much it cancelled):
+// CHECK_CLOSE_AT(got, want, tol, typical) gives the magnitude its inputs'
+// distributions give it. A wrong index, mask or missing term produces errors of
+// order 1e-2..1 and fails by orders of magnitude.
 #pragma once
 
 #include "halformer/dsl/panels.hpp"
@@ -20,6 +23,7 @@
 #include <HalideBuffer.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -54,12 +58,13 @@ struct comparison {
   bool finite = true;
 };
 
-inline comparison compare(const Buffer<const float>& got, const ref::tensor& want) {
+// typical: the outputs' magnitude by construction, used where it exceeds their rms.
+inline comparison compare(const Buffer<const float>& got, const ref::tensor& want, double typical = 0) {
   comparison c;
   double ss = 0;
   for (double v : want.data)
     ss += v * v;
-  const double rms = want.data.empty() ? 0 : std::sqrt(ss / double(want.data.size()));
+  const double rms = std::max(typical, want.data.empty() ? 0 : std::sqrt(ss / double(want.data.size())));
   std::size_t i = 0;
   got.for_each_element([&](const int* pos) {
     const double g = got(pos), w = want.data[i++];
@@ -80,10 +85,11 @@ inline comparison compare(const Buffer<const float>& got, const ref::tensor& wan
   return c;
 }
 
-#define CHECK_CLOSE(got, want, tol)                                                                                    \
+#define CHECK_CLOSE(got, want, tol) CHECK_CLOSE_AT(got, want, tol, 0.0)
+#define CHECK_CLOSE_AT(got, want, tol, typical)                                                                        \
   do {                                                                                                                 \
     REQUIRE((got).number_of_elements() == (want).data.size());                                                         \
-    const auto cmp_ = ::test::compare((got), (want));                                                                  \
+    const auto cmp_ = ::test::compare((got), (want), (typical));                                                       \
     INFO("worst relative error " << cmp_.worst << " " << cmp_.where << " (tolerance " << (tol) << ")");                \
     CHECK(cmp_.finite);                                                                                                \
     CHECK(cmp_.worst <= (tol));                                                                                        \
