@@ -66,14 +66,20 @@ inline halformer::Model load(const std::string& name, const std::string& compute
 struct agreement {
   int same = 0, copies = 0, sentences = 0;
 };
-inline agreement trained_copy_agreement(const std::string& compute_type) {
-  const std::string d = dir("trained_copy");
+// The trained copy-task model's 64 held-out sources.
+inline std::vector<halformer::sentence> trained_sources() {
   std::vector<halformer::sentence> src;
-  std::ifstream in(d + "/sources.txt");
+  std::ifstream in(dir("trained_copy") + "/sources.txt");
   for (std::string line; std::getline(in, line);) {
     std::istringstream ids(line);
     src.emplace_back(std::istream_iterator<int>(ids), std::istream_iterator<int>());
   }
+  return src;
+}
+
+inline agreement trained_copy_agreement(const std::string& compute_type) {
+  const std::string d = dir("trained_copy");
+  const std::vector<halformer::sentence> src = trained_sources();
   halformer::load_options lo;
   halformer::Model f = halformer::Model::load(d, lo);
   lo.compute_type = compute_type;

@@ -12,9 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 using Catch::Matchers::Contains;
 using halformer::Model;
@@ -31,19 +28,9 @@ bool runs(const Model& m, const std::string& kernel) {
   return std::any_of(k.begin(), k.end(), [&](const std::string& line) { return line.rfind(kernel + ":", 0) == 0; });
 }
 
-std::vector<halformer::sentence> trained_sources() {
-  std::vector<halformer::sentence> src;
-  std::ifstream in(fixtures::dir("trained_copy") + "/sources.txt");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ids(line);
-    src.emplace_back(std::istream_iterator<int>(ids), std::istream_iterator<int>());
-  }
-  return src;
-}
-
 // Sentences (best hypotheses) two models translate identically.
 int same_outputs(Model& a, Model& b, const halformer::decode_options& o, int& sentences) {
-  const auto src = trained_sources();
+  const auto src = fixtures::trained_sources();
   const auto ha = a.translate(src, o), hb = b.translate(src, o);
   sentences = int(src.size());
   int same = 0;
