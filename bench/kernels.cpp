@@ -8,8 +8,10 @@
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
 // sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
 // read-bandwidth probe (read_probe.hpp): "read_probe" is the bandwidth while the
-// kernel ran. Inputs are rotated over >= 64 MiB of copies so weights come from
-// memory, as in a model. Prints JSON lines.
+// kernel ran. Weights, tables and caches are rotated over >= 64 MiB of copies so
+// they come from memory, as in a model; the step's activations are shared, in
+// cache as in a model (problem::add_rotation_sets), and "bytes" counts what comes
+// from memory. Prints JSON lines.
 //   bench_kernels [--threads N] [--samples S] [--min-ms M] [--only NAME]
 #include "halformer/timing.hpp"
 
@@ -129,28 +131,34 @@ void run_with_sleeping_baseline_pools(char** argv, int threads) {
                std::strerror(errno));
 }
 
-// The sgemm baselines on the same GEMMs, inputs rotated like the kernel's.
+// The sgemm baselines on the same GEMMs, rotated like the kernel's arguments:
+// a copy of the weights (B) per set, one A and C shared (the step's activations).
 struct sgemm_sets {
-  std::vector<std::vector<float>> data;
+  std::vector<std::vector<float>> weights;
+  std::vector<float> activations;
   std::size_t next = 0;
   explicit sgemm_sets(const std::vector<gemm>& gs, std::mt19937& rng) {
-    std::size_t per = 0;
+    std::size_t per = 0, rows = 0;
     for (const auto& g : gs)
-      per += std::size_t(g.m) * g.k + std::size_t(g.k) * g.n + std::size_t(g.m) * g.n;
-    const std::size_t n = std::clamp<std::size_t>((64u << 20) / (per * 4) + 1, 1, 16);
+      per += std::size_t(g.k) * g.n, rows += std::size_t(g.m) * g.k + std::size_t(g.m) * g.n;
+    const std::size_t n = std::clamp<std::size_t>((64u << 20) / (per * 4) + 1, 1, 64);
     std::normal_distribution<float> d;
-    for (std::size_t i = 0; i < n; ++i) {
-      data.emplace_back(per);
-      for (auto& x : data.back())
+    auto fill = [&](std::vector<float>& v, std::size_t count) {
+      v.resize(count);
+      for (auto& x : v)
         x = d(rng);
-    }
+    };
+    fill(activations, rows);
+    weights.resize(n);
+    for (auto& w : weights)
+      fill(w, per);
   }
   template <class F> void run(const std::vector<gemm>& gs, F sgemm) {
-    float* p = data[next++ % data.size()].data();
+    float *b = weights[next++ % weights.size()].data(), *a = activations.data();
     for (const auto& g : gs) {
-      float *a = p, *b = a + std::size_t(g.m) * g.k, *c = b + std::size_t(g.k) * g.n;
+      float* c = a + std::size_t(g.m) * g.k;
       sgemm(g, a, b, c);
-      p = c + std::size_t(g.m) * g.n;
+      a = c + std::size_t(g.m) * g.n, b += std::size_t(g.k) * g.n;
     }
   }
 };
@@ -213,8 +221,7 @@ int main(int argc, char** argv) {
     }
     p.bind(*k);
     p.sets.push_back(p.make());
-    while (p.sets.size() < problems::rotation_sets(problems::bytes_of(p.sets[0])))
-      p.sets.push_back(p.make());
+    p.add_rotation_sets();
     std::size_t next = 0;
     int rc = 0;
     std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
@@ -245,6 +252,7 @@ int main(int argc, char** argv) {
                      {"shape", c.shape},
                      {"flops", p.flops},
                      {"bytes", p.bytes},
+                     {"activation_bytes", p.set_bytes().second},
                      {"compute_bound", c.compute_bound},
                      {"halformer", st[0].to_json()},
                      {"input_sets", p.sets.size()},

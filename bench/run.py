@@ -154,6 +154,7 @@ def benchmark_model():
 def kernel_row(kernel, phase, rows, peak, bw):
     """One kernel at one phase over its rounds: medians, rates, % of the limits, sgemm ratios."""
     k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
+         "activation_bytes": rows[0].get("activation_bytes", 0),
          "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
          "isa": rows[0].get("isa")}
     for base in ("onednn_sgemm", "openblas_sgemm"):

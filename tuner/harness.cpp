@@ -131,8 +131,9 @@ int main(int argc, char** argv) {
     std::printf("{\"status\": \"wrong\", \"max_error\": %.3g}\n", err);
     return 3;
   }
-  while (p.sets.size() < rotation_sets(bytes_of(p.sets[0])))
-    p.sets.push_back(candidate_call::fresh(p.make()));
+  p.add_rotation_sets();
+  for (std::size_t k = 1; k < p.sets.size(); ++k)
+    p.sets[k] = candidate_call::fresh(std::move(p.sets[k]));
   std::size_t next = 0;
   if (gpu) // upload every set before timing
     for (std::size_t w = 0; w < p.sets.size(); ++w)

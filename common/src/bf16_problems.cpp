@@ -18,7 +18,7 @@ namespace halformer::problems::bf16 {
 problem logits(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "b", "out"}, p.bf16_names = {"w"}, p.outputs = {"out"};
+  p.f_names = {"x", "b", "out"}, p.bf16_names = {"w"}, p.outputs = {"out"}, p.activations = {"x", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({V}, 0.1f), fb(V, T, B)}};
     c.bf16.push_back(random_bf16_weight({D, V}, 1, 1 / std::sqrt(float(D))));
@@ -29,7 +29,7 @@ problem logits(shape_args& s) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[2], ref::bf16_linear(row3(c.f[0], t, b), w, bias), t, b, m);
   };
-  p.flops = 2.0 * V * D * T * B, p.bytes = 2.0 * V * D + 4.0 * (V + D * T * B + V * T * B);
+  p.flops = 2.0 * V * D * T * B, p.bytes = 2.0 * V * D + 4.0 * V;
   p.gemms = {{T * B, V, D}};
   return p;
 }
@@ -52,6 +52,7 @@ problem out_projection(shape_args& s) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   p.f_names = {"a", "b", "residual", "out"}, p.bf16_names = {"w"}, p.outputs = {"out"};
+  p.activations = {"a", "residual", "out"};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), random({D}, 0.1f), random({D, T, B}, 1), fb(D, T, B)}};
     c.bf16.push_back(random_bf16_weight({DK, H, D}, 2, 1 / std::sqrt(float(D))));
@@ -64,7 +65,7 @@ problem out_projection(shape_args& s) {
       compare_row3(c.f[3], ref::add(row3(c.f[2], t, b), ref::bf16_linear(a, w, bias)), t, b, m);
     }
   };
-  p.flops = 2.0 * D * D * T * B, p.bytes = 2.0 * D * D + 4.0 * (D + 3 * D * T * B);
+  p.flops = 2.0 * D * D * T * B, p.bytes = 2.0 * D * D + 4.0 * D;
   p.gemms = {{T * B, D, D}};
   return p;
 }
@@ -73,6 +74,7 @@ problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "b1", "b2", "out"}, p.bf16_names = {"w1", "w2"}, p.outputs = {"out"};
+  p.activations = {"x", "residual", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({D, T, B}, 1), random({F}, 0.1f), random({D}, 0.1f), fb(D, T, B)}};
     c.bf16 = {random_bf16_weight({D, F}, 1, 1 / std::sqrt(float(D))),
@@ -88,7 +90,7 @@ problem ffn(shape_args& s, ref::activation act) {
         m.add(c.f[4](o, t, b), want.y.data[std::size_t(o)], want.slack.data[std::size_t(o)]);
     }
   };
-  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * D * F + 4.0 * (F + 2 * D + 3 * D * T * B);
+  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * D * F + 4.0 * (F + D);
   p.gemms = {{T * B, F, D}, {T * B, D, F}};
   return p;
 }

@@ -37,7 +37,7 @@ ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims) {
 problem logits(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
+  p.f_names = {"x", "w_step", "b", "out"}, p.i8_names = {"w"}, p.outputs = {"out"}, p.activations = {"x", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), int8_steps({V}, D), random({V}, 0.1f), fb(V, T, B)}};
     c.i8.push_back(random_int8_panels({D, V}, 1));
@@ -48,7 +48,7 @@ problem logits(shape_args& s) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[3], ref::quantized_linear(row3(c.f[0], t, b), w, steps, bias), t, b, m);
   };
-  p.flops = 2.0 * V * D * T * B, p.bytes = V * D + 4.0 * (2 * V + D * T * B + V * T * B);
+  p.flops = 2.0 * V * D * T * B, p.bytes = V * D + 4.0 * 2 * V;
   p.gemms = {{T * B, V, D}};
   // The int8 values and their int32 sums are exact; the dequantization is two
   // float32 products and a float32 sum (a few ulp, < 1e-6), while one integer step
@@ -81,6 +81,7 @@ problem out_projection(shape_args& s) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
   p.f_names = {"a", "w_step", "b", "residual", "out"}, p.i8_names = {"w"}, p.outputs = {"out"};
+  p.activations = {"a", "residual", "out"};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), int8_steps({D}, D), random({D}, 0.1f), random({D, T, B}, 1), fb(D, T, B)}};
     c.i8.push_back(random_int8_panels({DK, H, D}, 2));
@@ -93,7 +94,7 @@ problem out_projection(shape_args& s) {
       compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::quantized_linear(a, w, steps, bias)), t, b, m);
     }
   };
-  p.flops = 2.0 * D * D * T * B, p.bytes = D * D + 4.0 * (2 * D + 3 * D * T * B);
+  p.flops = 2.0 * D * D * T * B, p.bytes = D * D + 4.0 * 2 * D;
   p.gemms = {{T * B, D, D}};
   p.tolerance = 1e-6; // as logits_int8
   return p;
@@ -103,7 +104,7 @@ problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1_step", "b1", "w2_step", "b2", "out"}, p.i8_names = {"w1", "w2"};
-  p.outputs = {"out"};
+  p.outputs = {"out"}, p.activations = {"x", "residual", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({D, T, B}, 1), int8_steps({F}, D), random({F}, 0.1f), int8_steps({D}, F),
                 random({D}, 0.1f), fb(D, T, B)}};
@@ -119,7 +120,7 @@ problem ffn(shape_args& s, ref::activation act) {
         m.add(c.f[6](o, t, b), want.y.data[std::size_t(o)], want.slack.data[std::size_t(o)]);
     }
   };
-  p.flops = 4.0 * D * F * T * B, p.bytes = 2.0 * D * F + 4.0 * (2 * F + 2 * D + 3 * D * T * B);
+  p.flops = 4.0 * D * F * T * B, p.bytes = 2.0 * D * F + 4.0 * (2 * F + 2 * D);
   p.gemms = {{T * B, F, D}, {T * B, D, F}};
   // As logits_int8, with the slack of hidden values at a rounding boundary
   // (ref::quantized_ffn).
@@ -133,6 +134,7 @@ problem embedding(shape_args& s) {
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   const bool split = s.get("split", 0) != 0;
   p.f_names = {"table_step", "out"}, p.i8_names = {"table"}, p.i_names = {"ids"}, p.outputs = {"out"};
+  p.activations = {"ids", "out"};
   p.scalars = {{"d_model_size", halformer::i32_type, {.i32 = D}},
                {"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
                {"offset", halformer::i32_type, {.i32 = 0}},
@@ -152,7 +154,7 @@ problem embedding(shape_args& s) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split), t, b, m);
   };
-  p.flops = 2.0 * D * T * B, p.bytes = 5.0 * D * T * B;
+  p.flops = 2.0 * D * T * B, p.bytes = (D + 4.0) * T * B; // the rows gathered and their steps
   // As the float embedding's (kernel_problems.cpp): the positions' float32 angles;
   // an entry's value q x step is one float32 rounding.
   p.tolerance = 1e-5 + 4.0 * T * std::ldexp(1.0, -24);

@@ -23,7 +23,7 @@ scalar_input bool_scalar(std::string n, bool v) { return {std::move(n), halforme
 problem logits(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"};
+  p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"}, p.activations = {"x", "out"};
   p.make = [=] {
     return call_set{
         {random({D, T, B}, 1), random_panels({D, V}, 1, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
@@ -33,7 +33,7 @@ problem logits(shape_args& s) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[3], ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
   };
-  p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + D * T * B + V * T * B);
+  p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + V);
   p.gemms = {{T * B, V, D}};
   return p;
 }
@@ -43,6 +43,7 @@ problem ffn(shape_args& s, ref::activation act) {
   problem p;
   const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
+  p.activations = {"x", "residual", "out"};
   p.make = [=] {
     return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random_panels({D, F}, 1, 1 / std::sqrt(float(D))),
                      random({F}, 0.1f), random_panels({F, D}, 1, 1 / std::sqrt(float(F))), random({D}, 0.1f),
@@ -54,7 +55,7 @@ problem ffn(shape_args& s, ref::activation act) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, act), t, b, m);
   };
-  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + 3 * D * T * B);
+  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + F + D);
   p.gemms = {{T * B, F, D}, {T * B, D, F}};
   return p;
 }
@@ -77,7 +78,7 @@ problem head_projection(shape_args& s, const std::string& which) {
 problem out_projection(shape_args& s) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"};
+  p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"}, p.activations = {"a", "residual", "out"};
   p.make = [=] {
     return call_set{{random({DK, T, H, B}, 1), random_panels({DK, H, D}, 2, 1 / std::sqrt(float(D))), random({D}, 0.1f),
                      random({D, T, B}, 1), fb(D, T, B)}};
@@ -90,7 +91,7 @@ problem out_projection(shape_args& s) {
       compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::linear(a, w, bias)), t, b, m);
     }
   };
-  p.flops = 2.0 * D * D * T * B, p.bytes = 4.0 * (D * D + 3 * D * T * B);
+  p.flops = 2.0 * D * D * T * B, p.bytes = 4.0 * (D * D + D);
   p.gemms = {{T * B, D, D}};
   return p;
 }
@@ -105,6 +106,7 @@ problem attention(shape_args& s, bool half_kv) {
   p.f_names = {"q", "k", "v", "out"}, p.i_names = {"kv_rows", "lengths"}, p.outputs = {"out"};
   if (half_kv)
     p.f_names = {"q", "out"}, p.f16_names = {"k", "v"};
+  p.activations = {"q", "out", "kv_rows", "lengths"}; // the keys and values: a cache, from memory
   p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset), bool_scalar("decode_step", step != 0)};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), fb(DK, T, H, B)}, {ib(TK, B), ib(B)}};
@@ -131,8 +133,7 @@ problem attention(shape_args& s, bool half_kv) {
     }
   };
   const double kv_bytes = half_kv ? 2 : 4;
-  p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0),
-  p.bytes = DK * H * B * (8.0 * T + 2 * kv_bytes * TK) + 4.0 * TK * B;
+  p.flops = 4.0 * DK * T * TK * H * B * (causal ? 0.5 : 1.0), p.bytes = 2.0 * kv_bytes * DK * H * B * TK;
   return p;
 }
 
@@ -140,8 +141,11 @@ problem layernorm(shape_args& s, bool residual) {
   problem p;
   const int D = s["d_model"], T = s["t"], B = s["batch"], r = residual ? 1 : 0;
   p.f_names = {"x", "gamma", "beta", "out"}, p.outputs = {"out"};
+  p.activations = {"x", "residual", "out"};
   if (residual)
     p.f_names.insert(p.f_names.begin() + 1, "residual");
+  else
+    p.activations.erase(p.activations.begin() + 1);
   p.scalars = {f32_scalar("eps", 1e-5f)};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({D}, 1), random({D}, 1), fb(D, T, B)}};
@@ -158,14 +162,14 @@ problem layernorm(shape_args& s, bool residual) {
       compare_row3(c.f[3 + r], ref::layernorm(x, g, be, 1e-5), t, b, m);
     }
   };
-  p.flops = 8.0 * D * T * B, p.bytes = 4.0 * D * T * B * (residual ? 3 : 2);
+  p.flops = 8.0 * D * T * B, p.bytes = 8.0 * D; // gamma and beta
   return p;
 }
 
 problem softmax(shape_args& s, bool log) {
   problem p;
   const int N = s["n"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "out"}, p.i_names = {"lengths"}, p.outputs = {"out"};
+  p.f_names = {"x", "out"}, p.i_names = {"lengths"}, p.outputs = {"out"}, p.activations = {"x", "out", "lengths"};
   p.scalars = {bool_scalar("causal", false), i32_scalar("offset", 0)};
   p.make = [=] {
     call_set c{{random({N, T, B}, 3), fb(N, T, B)}, {ib(B)}};
@@ -176,7 +180,7 @@ problem softmax(shape_args& s, bool log) {
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[1], ref::softmax(row3(c.f[0], t, b), {N}, false, 0, log), t, b, m);
   };
-  p.flops = 4.0 * N * T * B, p.bytes = 8.0 * N * T * B;
+  p.flops = 4.0 * N * T * B; // activations alone: no bytes from memory
   return p;
 }
 
@@ -184,6 +188,7 @@ problem greedy_pick(shape_args& s) {
   problem p;
   const int V = s["vocab"], T = s["t"], B = s["batch"];
   p.f_names = {"x", "log_probs"}, p.i_names = {"ids"}, p.outputs = {"ids", "log_probs"};
+  p.activations = {"x", "log_probs", "ids"}; // x: the logits kernel's output
   p.make = [=] { return call_set{{random({V, T, B}, 3), fb(T, B)}, {ib(T, B)}}; };
   p.verify = [=](call_set& c, error_meter& m) {
     for (auto [t, b] : sample_rows(T, B)) {
@@ -192,7 +197,7 @@ problem greedy_pick(shape_args& s) {
       m.add(c.f[1](t, b), want.log_p[0]);
     }
   };
-  p.flops = 4.0 * V * T * B, p.bytes = 8.0 * V * T * B;
+  p.flops = 4.0 * V * T * B; // activations alone
   return p;
 }
 
@@ -201,6 +206,7 @@ problem beam_candidates(shape_args& s) {
   const int V = s["vocab"], T = s["t"], B = s["batch"], size = dsl::kernels::beam_candidates::chunk,
             C = (V + size - 1) / size;
   p.f_names = {"x", "chunk_max", "top_log_prob"}, p.outputs = {"chunk_max", "top_log_prob"};
+  p.activations = p.f_names; // x: the logits kernel's output
   p.make = [=] { return call_set{{random({V, T, B}, 3), fb(C, T, B), fb(T, B)}}; };
   p.verify = [=](call_set& c, error_meter& m) {
     const auto x = ref::to_ref(c.f[0]);
@@ -212,7 +218,7 @@ problem beam_candidates(shape_args& s) {
       m.add(c.f[2](t, b), best.log_p[std::size_t(b) * T + t]);
     }
   };
-  p.flops = 4.0 * V * T * B, p.bytes = 4.0 * V * T * B;
+  p.flops = 4.0 * V * T * B; // activations alone
   return p;
 }
 
@@ -220,7 +226,7 @@ problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
   const bool split = s.get("split", 0) != 0; // positions' layout: sines then cosines
-  p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"};
+  p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"}, p.activations = {"ids", "out"};
   p.scalars = {i32_scalar("vocab_size", V), f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
                bool_scalar("split_positions", split)};
   p.make = [=] {
@@ -236,7 +242,7 @@ problem embedding(shape_args& s) {
       compare_row3(c.f[1], want, t, b, m);
     }
   };
-  p.flops = 2.0 * D * T * B, p.bytes = 8.0 * D * T * B;
+  p.flops = 2.0 * D * T * B, p.bytes = 4.0 * D * T * B; // the rows gathered
   // The float32 angle pos * freq errs by ~2 (pos + 1) 2^-24 and so does its
   // sin/cos (tests/kernels/embedding_test.cpp); values are O(sqrt(D)), rms ~1.
   p.tolerance = 1e-5 + 4.0 * T * std::ldexp(1.0, -24);
@@ -290,6 +296,9 @@ problem make_problem(const std::string& name, shape_args& s) {
     throw std::runtime_error("no problem is defined for kernel '" + name + "'");
   problem result = p->second(s);
   s.check_all_used();
+  for (const std::string& a : result.activations)
+    if (!result.is_argument(a))
+      throw std::logic_error(name + "'s problem names an activation '" + a + "' it has no argument for");
   return result;
 }
 

@@ -98,6 +98,8 @@ void name_head_projections(problem& p, const std::string& which, weight_type wei
     if (weights == weight_type::bf16)
       p.bf16_names.push_back(std::string("w_") + w);
   }
+  p.activations = p.outputs;
+  p.activations.push_back("x");
 }
 } // namespace
 
@@ -126,7 +128,7 @@ problem head_projections(shape_args& s, const std::string& which, const head_wei
   };
   const double steps = w.type == weight_type::int8 ? 1 : 0; // a float per output row
   p.flops = 2.0 * n * D * D * T * B;
-  p.bytes = w.bytes * n * D * D + 4.0 * ((1 + steps) * n * D + (1 + n) * D * T * B);
+  p.bytes = w.bytes * n * D * D + 4.0 * (1 + steps) * n * D;
   p.gemms.assign(std::size_t(n), {T * B, D, D});
   return p;
 }
@@ -182,16 +184,55 @@ int problem::operator()(call_set& c) {
   return call(args.data());
 }
 
-std::size_t bytes_of(const call_set& c) {
-  std::size_t n = 0;
-  c.for_each_buffer([&](const auto& b) { n += b.size_in_bytes(); });
-  return n;
+bool problem::is_activation(const std::string& name) const {
+  return std::find(activations.begin(), activations.end(), name) != activations.end();
 }
 
-std::size_t rotation_sets(std::size_t set_bytes) {
-  const std::size_t per_set = std::max<std::size_t>(set_bytes, 1);
-  return std::clamp<std::size_t>((64u << 20) / per_set + 1, 1,
-                                 std::max<std::size_t>(1, std::min<std::size_t>(4096, (1u << 30) / per_set)));
+bool problem::is_argument(const std::string& name) const {
+  for (const auto* list : {&f_names, &i_names, &i8_names, &bf16_names, &f16_names})
+    if (std::find(list->begin(), list->end(), name) != list->end())
+      return true;
+  return false;
+}
+
+namespace {
+// fn(member, names) for each typed buffer list of a call set (&call_set::f, ...)
+// and the problem's names for it.
+template <class F> void for_each_list(const problem& p, F&& fn) {
+  fn(&call_set::f, p.f_names);
+  fn(&call_set::i, p.i_names);
+  fn(&call_set::i8, p.i8_names);
+  fn(&call_set::bf16, p.bf16_names);
+  fn(&call_set::f16, p.f16_names);
+}
+// A buffer's elements' bytes (a padded row's padding, which no kernel reads, not counted).
+template <class B> std::size_t element_bytes(const B& b) { return b.number_of_elements() * b.type().bytes(); }
+} // namespace
+
+std::pair<std::size_t, std::size_t> problem::set_bytes() const {
+  std::size_t memory = 0, activation = 0;
+  for_each_list(*this, [&](auto list, const std::vector<std::string>& names) {
+    for (std::size_t j = 0; j < (sets.at(0).*list).size(); ++j)
+      (is_activation(names.at(j)) ? activation : memory) += element_bytes((sets[0].*list)[j]);
+  });
+  return {memory, activation};
+}
+
+void problem::add_rotation_sets() {
+  const auto [memory, activation] = set_bytes();
+  const std::size_t all = memory + activation;
+  // A set made brings its own activations too, dropped at once: at most 256 MiB made.
+  const std::size_t wanted = memory == 0 ? 1 : (64u << 20) / memory + 1;
+  const std::size_t most = std::clamp<std::size_t>((256u << 20) / std::max<std::size_t>(all, 1), 1, 4096);
+  while (sets.size() < std::min(wanted, most)) {
+    call_set fresh = make();
+    for_each_list(*this, [&](auto list, const std::vector<std::string>& names) {
+      for (std::size_t j = 0; j < (fresh.*list).size(); ++j)
+        if (is_activation(names.at(j)))
+          (fresh.*list)[j] = (sets[0].*list)[j]; // a handle to the same memory
+    });
+    sets.push_back(std::move(fresh));
+  }
 }
 
 shape_args parse_shape(const std::string& text) {

@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace halformer::problems {
@@ -100,11 +101,6 @@ private:
       fn(b);
   }
 };
-std::size_t bytes_of(const call_set& c);
-// How many input sets a timing loop rotates over: >= 64 MiB in all (up to 4096
-// sets, 1 GiB), so that even a 4 KiB decode-step LayerNorm reads from memory,
-// as in a model, not from the caches.
-std::size_t rotation_sets(std::size_t set_bytes);
 
 // A GEMM a kernel computes (row-major m x k times k x n), for BLAS baselines.
 struct gemm_dims {
@@ -131,6 +127,14 @@ struct problem {
   std::vector<scalar_input> scalars;
   std::function<call_set()> make;
   std::function<void(call_set&, error_meter&)> verify; // rows: sample_rows()
+  // The step's activations: the arguments a model's kernel finds in cache, since
+  // the kernel before it wrote them (its input rows) or the kernel after it reads
+  // them at once (its outputs). The others (weights, steps, biases, tables,
+  // attention caches, cache writes) come from memory in a model, whose weights
+  // exceed the caches. Names of the lists above; make_problem checks them.
+  std::vector<std::string> activations;
+  // flops: the arithmetic; bytes: what a call moves to or from memory in a model,
+  // its non-activation arguments (the rows a gather reads, not its whole table).
   double flops = 0, bytes = 0;
   std::vector<gemm_dims> gemms;
   // Largest accepted error_meter result: the kernel tests' 1e-5 of (|ref| + rms),
@@ -143,6 +147,18 @@ struct problem {
   halformer::kernel_call call; // bound by bind()
   void bind(const halformer_kernel& k);
   int operator()(call_set& c);
+  bool is_activation(const std::string& name) const;
+  bool is_argument(const std::string& name) const;
+  // sets[0]'s bytes: its non-activation arguments' (whole tables), its activations'.
+  std::pair<std::size_t, std::size_t> set_bytes() const;
+  // Sets for a timing loop after sets[0] (made, maybe verified): copies whose
+  // non-activation arguments are fresh, >= 64 MiB of them in all (up to 4096
+  // sets, 256 MiB made), so that weights come from memory as in a model, while
+  // every set shares sets[0]'s activations, which stay in cache as in a model
+  // (Zen 5, int8 q projection at batch 8: 7.8 us a call in `run --profile`'s
+  // decode steps; the harness 9.2 us with its activations rotated too, 7.3 with
+  // them shared). A kernel of activations alone (softmax) takes one set.
+  void add_rotation_sets();
 };
 
 // "d_model=512,t=1,batch=8" as shape values.
