@@ -10,7 +10,7 @@
 
 struct halformer_model {
   halformer::Model model;
-  std::string device, compute_type;
+  std::string device, compute_type, kv_cache;
 };
 
 namespace {
@@ -46,14 +46,33 @@ int halformer_model_load_on(const char* dir, int threads, const char* device, ha
 
 int halformer_model_load_with(const char* dir, int threads, const char* device, const char* compute_type,
                               halformer_model** out) {
+  halformer_load_options o;
+  halformer_load_options_init(&o);
+  o.threads = threads, o.device = device, o.compute_type = compute_type; // NULL: the defaults
+  return halformer_model_load_options(dir, &o, out);
+}
+
+void halformer_load_options_init(halformer_load_options* options) {
+  static const halformer::load_options defaults;
+  if (!options)
+    return;
+  *options = {sizeof(halformer_load_options), defaults.threads, defaults.device.c_str(), defaults.compute_type.c_str(),
+              defaults.kv_cache.c_str()};
+}
+
+int halformer_model_load_options(const char* dir, const halformer_load_options* options, halformer_model** out) {
   return guarded([&] {
-    require(dir && out && device, "halformer_model_load: dir, device and out must not be NULL");
+    require(dir && options && out, "halformer_model_load_options: dir, options and out must not be NULL");
+    require(options->size == sizeof(halformer_load_options),
+            "halformer_model_load_options: options->size is not sizeof(halformer_load_options) of this version: "
+            "call halformer_load_options_init first");
     halformer::load_options o;
-    o.threads = threads;
-    o.device = device;
-    o.compute_type = compute_type ? compute_type : "float32";
-    auto* m = new halformer_model{halformer::Model::load(dir, o), "", ""};
-    m->device = m->model.device(), m->compute_type = m->model.compute_type();
+    o.threads = options->threads;
+    o.device = options->device ? options->device : o.device;
+    o.compute_type = options->compute_type ? options->compute_type : o.compute_type;
+    o.kv_cache = options->kv_cache ? options->kv_cache : o.kv_cache;
+    auto* m = new halformer_model{halformer::Model::load(dir, o), "", "", ""};
+    m->device = m->model.device(), m->compute_type = m->model.compute_type(), m->kv_cache = m->model.kv_cache();
     *out = m;
   });
 }
@@ -62,6 +81,7 @@ const char* halformer_model_device(const halformer_model* model) { return model 
 const char* halformer_model_compute_type(const halformer_model* model) {
   return model ? model->compute_type.c_str() : "";
 }
+const char* halformer_model_kv_cache(const halformer_model* model) { return model ? model->kv_cache.c_str() : ""; }
 
 void halformer_model_free(halformer_model* model) { delete model; }
 

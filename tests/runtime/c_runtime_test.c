@@ -153,6 +153,55 @@ int main(int argc, char** argv) {
     halformer_model_free(q);
   }
 
+  /* Every setting through halformer_load_options: int8 GEMMs take float16 keys
+   * and values by default ("auto") and float32 ones on request; the two models'
+   * logits differ by float16's rounding of the keys and values (2^-11 of each;
+   * 3e-5 of the logits' rms on these inputs): not at all would mean the option
+   * never reached the kernels, 1% would be far more than rounding (a wrong key
+   * or value moves them by O(1)). Bad settings are errors naming them. */
+  halformer_load_options o;
+  halformer_load_options_init(&o);
+  EXPECT(o.size == sizeof o && o.threads == 0 && strcmp(o.device, "cpu") == 0 &&
+             strcmp(o.compute_type, "float32") == 0 && strcmp(o.kv_cache, "auto") == 0,
+         "load option defaults");
+  halformer_model *half = NULL, *full = NULL;
+  o.compute_type = "int8";
+  o.kv_cache = "float8";
+  EXPECT(halformer_model_load_options(argv[1], &o, &half) != 0, "kv cache 'float8' accepted");
+  EXPECT(strstr(halformer_last_error_message(), "unknown kv cache type 'float8'") != NULL, "message: %s",
+         halformer_last_error_message());
+  o.kv_cache = NULL; /* the default, auto */
+  o.size = 8;
+  EXPECT(halformer_model_load_options(argv[1], &o, &half) != 0, "options of another size accepted");
+  EXPECT(strstr(halformer_last_error_message(), "halformer_load_options_init") != NULL, "message: %s",
+         halformer_last_error_message());
+  o.size = sizeof o;
+  const int half_ok = halformer_model_load_options(argv[1], &o, &half) == 0;
+  EXPECT(half_ok, "int8 load, auto keys and values: %s", halformer_last_error_message());
+  o.kv_cache = "float32";
+  const int full_ok = halformer_model_load_options(argv[1], &o, &full) == 0;
+  EXPECT(full_ok, "int8 load, float32 keys and values: %s", halformer_last_error_message());
+  if (half_ok && full_ok) {
+    EXPECT(strcmp(halformer_model_kv_cache(half), "float16") == 0, "auto chose %s", halformer_model_kv_cache(half));
+    EXPECT(strcmp(halformer_model_kv_cache(full), "float32") == 0, "kv cache %s", halformer_model_kv_cache(full));
+    EXPECT(strcmp(halformer_model_compute_type(half), "int8") == 0, "compute type %s",
+           halformer_model_compute_type(half));
+    float hl[2 * 29], fl[2 * 29];
+    EXPECT(halformer_forward(half, fsrc, 1, 3, ftgt, 2, hl, NULL) == 0, "float16 forward: %s",
+           halformer_last_error_message());
+    EXPECT(halformer_forward(full, fsrc, 1, 3, ftgt, 2, fl, NULL) == 0, "float32 forward: %s",
+           halformer_last_error_message());
+    double ss = 0, worst = 0;
+    for (int i = 0; i < 2 * 29; ++i) {
+      const double d = hl[i] > fl[i] ? hl[i] - fl[i] : fl[i] - hl[i];
+      ss += (double)fl[i] * fl[i], worst = d > worst ? d : worst;
+    }
+    const double rms = __builtin_sqrt(ss / (2 * 29));
+    EXPECT(worst > 0 && worst < 0.01 * rms, "float16 keys and values move the logits by %g (rms %g)", worst, rms);
+  }
+  halformer_model_free(half);
+  halformer_model_free(full);
+
   /* Errors: an out-of-range id, with its message. */
   int32_t bad[] = {5, 99};
   const int32_t* bad_src[] = {bad};

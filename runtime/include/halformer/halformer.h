@@ -4,6 +4,7 @@
 #ifndef HALFORMER_H
 #define HALFORMER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -20,13 +21,32 @@ int halformer_model_load_on(const char* dir, int threads, const char* device, ha
 /* The same with the GEMMs' compute type: "float32", "int8" (weights quantized at
  * load, activations per row, exact int32 sums), "bfloat16" (weights rounded at
  * load, float32 sums; CPUs with AVX-512 BF16 only, elsewhere an error naming the
- * missing feature) or "auto" (int8 on the CPU, float32 on a GPU). NULL: "float32". */
+ * missing feature) or "auto" (int8 on the CPU, float32 on a GPU). NULL: "float32"
+ * (and a NULL device "cpu"). Keys and values as halformer_load_options' default. */
 int halformer_model_load_with(const char* dir, int threads, const char* device, const char* compute_type,
                               halformer_model** out);
+/* Every load setting. halformer_load_options_init fills in the defaults; set
+ * the fields wanted, then call halformer_model_load_options. Fields added in
+ * later versions go at the end, and `size` says which ones the caller knows. */
+typedef struct halformer_load_options {
+  size_t size;              /* sizeof(halformer_load_options), set by init */
+  int threads;              /* 0: all cores */
+  const char* device;       /* "cpu" (default), "cuda", "opencl" or "auto", as halformer_model_load_on */
+  const char* compute_type; /* "float32" (default), "int8", "bfloat16" or "auto", as halformer_model_load_with */
+  /* The decoder's attention keys and values: "float32", "float16" (half the bytes
+   * a decode step reads; the CPU only) or "auto" (default: float16 with int8 or
+   * bfloat16 GEMMs on the CPU, else float32). */
+  const char* kv_cache;
+} halformer_load_options;
+void halformer_load_options_init(halformer_load_options* options);
+/* NULL strings take their defaults. */
+int halformer_model_load_options(const char* dir, const halformer_load_options* options, halformer_model** out);
 /* The device the model runs on ("cpu", "cuda", "opencl"); valid while the model is. */
 const char* halformer_model_device(const halformer_model* model);
 /* The compute type it runs in ("float32", "int8" or "bfloat16"); valid while the model is. */
 const char* halformer_model_compute_type(const halformer_model* model);
+/* Its decoder's keys and values ("float32" or "float16"); valid while the model is. */
+const char* halformer_model_kv_cache(const halformer_model* model);
 void halformer_model_free(halformer_model* model);
 
 /* Model facts: d_model, vocabularies, special ids. */
