@@ -143,7 +143,7 @@ abuffer executor::view(const operand& o, bool grouped) const {
   if (o.seq_dim >= 0)
     b.crop(o.seq_dim, 0, o.seq_is_tgt ? t_ : src_);
   if (o.batch_dim >= 0)
-    b.crop(o.batch_dim, 0, o.kind == role::per_source ? sources() : rows_);
+    b.crop(o.batch_dim, 0, from_source(o.kind) ? sources() : rows_);
   if (grouped && o.kind == role::activation && o.seq_dim >= 0 && o.batch_dim >= 0)
     group_rows(b, o.seq_dim, o.batch_dim, group_);
   return b;
@@ -347,8 +347,10 @@ void executor::copy_row(const abuffer& from_buf, int from, const abuffer& to_buf
 }
 
 bool executor::per_source_batch(const std::string& key, const abuffer& buf) const {
-  return key.rfind("encoder.", 0) == 0 || &buf == memory_ ||
-         std::find(per_source_.begin(), per_source_.end(), key) != per_source_.end();
+  const auto listed = [&](const std::vector<std::string>& keys) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  return key.rfind("encoder.", 0) == 0 || &buf == memory_ || listed(per_source_) || listed(source_scratch_);
 }
 
 int executor::batch_dim_of(const std::string& key) const {
@@ -374,9 +376,8 @@ void executor::keep_rows(const std::vector<int>& keep, int len) {
     const int from = keep[std::size_t(s) * k] / int(k);
     if (from == s)
       continue;
-    for (const std::string& key : per_source_)
-      if (key.rfind("decoder.", 0) != 0) // not a scratch shared by the layers (role::per_source)
-        copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
+    for (const std::string& key : per_source_) // a scratch is rewritten before it is read again
+      copy_row(acts_.at(key), from, acts_.at(key), s, batch_dim_of(key), -1, 0);
     src_lengths_(s) = src_lengths_(from);
   }
   rows_ = int(keep.size());

@@ -211,7 +211,7 @@ private:
           *top_log_prob_ = nullptr;
   std::map<std::string, std::vector<std::string>> act_dims_;
   std::map<std::string, halide_type_t> act_types_;
-  std::vector<std::string> caches_, per_source_;
+  std::vector<std::string> caches_, per_source_, source_scratch_;
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   ibuffer pick_ids_; // (1, rows)
   abuffer pick_lp_;  // (1, rows), float32

@@ -68,7 +68,7 @@ executor::executor(const model_config& c, const model_weights& w, device d, cons
     // Steps whose outputs are all per-source depend on the source only: run once per source.
     auto per_source = [](const step& s) {
       return std::all_of(s.args.begin(), s.args.end(),
-                         [](const operand& o) { return !o.is_output || o.kind == role::per_source; });
+                         [](const operand& o) { return !o.is_output || from_source(o.kind); });
     };
     std::copy_if(p.begin(), p.end(), std::back_inserter(cross_), per_source);
     p.erase(std::remove_if(p.begin(), p.end(), per_source), p.end());
@@ -126,6 +126,8 @@ abuffer& executor::activation(const std::string& key, const std::vector<std::str
       caches_.push_back(key);
     if (kind == role::per_source)
       per_source_.push_back(key);
+    if (kind == role::source_scratch)
+      source_scratch_.push_back(key);
   }
   return it->second;
 }
@@ -151,7 +153,7 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
                                     : input_arg(o.formal, argument_type(o.type), rank));
     }
     st.reads_per_source = std::any_of(st.args.begin(), st.args.end(),
-                                      [](const operand& o) { return !o.is_output && o.kind == role::per_source; });
+                                      [](const operand& o) { return !o.is_output && from_source(o.kind); });
     try {
       st.call = bind_kernel(device_, s.function, specs);
     } catch (const error& e) {
@@ -216,6 +218,7 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     return op;
   case role::cache:
   case role::per_source:
+  case role::source_scratch:
     if (!decoder)
       throw error("'" + o.actual + "': only decoder layers keep caches and per-source tensors");
     break;
@@ -225,9 +228,8 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   // Keys: per phase ("encoder.", "decoder."; a name with a phase is kept as it
   // is), and per decoder layer for what persists across steps (caches,
   // cross-attention keys and values).
-  // A per-source tensor with a phase is one for all layers (role::per_source).
   const bool qualified = o.actual.rfind("encoder.", 0) == 0 || o.actual.rfind("decoder.", 0) == 0;
-  const bool per_layer = o.kind == role::cache || (o.kind == role::per_source && !qualified);
+  const bool per_layer = o.kind == role::cache || o.kind == role::per_source;
   const std::string prefix = per_layer ? scope + "." : qualified ? "" : decoder ? "decoder." : "encoder.";
   op.act = &activation(prefix + o.actual, o.dims, op.type, o.kind);
   for (std::size_t d = 0; d < o.dims.size(); ++d) {

@@ -74,7 +74,7 @@ TEST_CASE("decoder layers with float16 keys and values round each projection's i
                                             "q_projection_int8", "attention_f16kv", "out_projection_int8", "layernorm",
                                             "ffn_relu_int8"});
   // Caches and per-source keys and values are float16; the float32 projections go
-  // through the step's scratch ("k_new") or the layers' shared one ("decoder.memory_k").
+  // through the step's scratch ("k_new") or the layers' shared one ("memory_k").
   std::map<std::string, dtype> types;
   std::map<std::string, layers::role> roles;
   layers::walk(layer, [&](const auto& step) {
@@ -89,10 +89,10 @@ TEST_CASE("decoder layers with float16 keys and values round each projection's i
   for (const char* half :
        {"self_attn.k_cache", "self_attn.v_cache", "multihead_attn.k_memory", "multihead_attn.v_memory"})
     CHECK(types.at(half) == dtype::f16);
-  for (const char* scratch : {"self_attn.k_new", "self_attn.v_new", "decoder.memory_k", "decoder.memory_v"})
+  for (const char* scratch : {"self_attn.k_new", "self_attn.v_new", "memory_k", "memory_v"})
     CHECK(types.at(scratch) == dtype::f32);
   CHECK(roles.at("self_attn.k_cache") == layers::role::cache);
-  CHECK(roles.at("decoder.memory_k") == layers::role::per_source); // runs once per source with the projection
+  CHECK(roles.at("memory_k") == layers::role::source_scratch); // runs once per source with the projection
   // The encoder keeps float32 keys and values.
   CHECK(check_flow(layers::encoder_layer(hana::true_c, "relu", layers::int8_gemms), {"x", "src_lengths", "src_rows"},
                    "x") ==

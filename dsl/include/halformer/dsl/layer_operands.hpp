@@ -18,9 +18,9 @@ enum class role {
   activation,      // a tensor of the current phase (encoder or decoder), sized per call
   weight,          // a model weight, by its name relative to the layer; missing is a load error
   cache,           // a self-attention K/V cache: grows by t positions per decode step
-  per_source,      // computed once per source and kept per layer (cross-attention K/V); with a
-                   // phase in its name ("decoder.x"), one tensor for every layer: scratch
-                   // between one layer's per-source steps
+  per_source,      // computed once per source and kept per layer (cross-attention K/V)
+  source_scratch,  // computed once per source and read by the per-source steps after it: one
+                   // tensor for every layer, sized per source, never kept across calls
   lengths,         // per batch row: source or target lengths (int32)
   kv_rows,         // per key position and batch row: the row of k/v attention reads (int32, dsl::attention)
   constant,        // a scalar fixed by the description (causal, offset 0)
@@ -41,6 +41,9 @@ constexpr bool is_scalar(role r) {
          r == role::embedding_scale || r == role::split_positions || r == role::vocabulary || r == role::model_width;
 }
 
+// Whether a tensor of this role is sized and computed per source (not per row).
+constexpr bool from_source(role r) { return r == role::per_source || r == role::source_scratch; }
+
 // A tensor (or scalar) of the model, with its role.
 template <class S> struct tensor_ref {
   using shape_type = S;
@@ -52,6 +55,7 @@ template <class S> tensor_ref<S> ref(std::string name, S) { return {std::move(na
 template <class S> tensor_ref<S> weight(std::string name, S) { return {std::move(name), role::weight}; }
 template <class S> tensor_ref<S> cache(std::string name, S) { return {std::move(name), role::cache}; }
 template <class S> tensor_ref<S> per_source(std::string name, S) { return {std::move(name), role::per_source}; }
+template <class S> tensor_ref<S> source_scratch(std::string name, S) { return {std::move(name), role::source_scratch}; }
 inline auto lengths(std::string name) { return tensor_ref<decltype(shape(batch))>{std::move(name), role::lengths}; }
 // "src_rows": every key in the query's own row; "tgt_rows": a decoder's self-attention
 // cache, whose rows beams share (the runtime keeps the table).

@@ -93,8 +93,8 @@ auto cross_attention(NormFirst norm_first, G gemms, KV, const std::string& prefi
   const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
   auto kv = key_value_steps<KV, kernels::kv_projection, kernels::kv_projection_int8, kernels::kv_projection_bf16>(
       gemms, prefix, ref("memory", shape(d_model, src, batch)), hana::make_tuple(), k, v,
-      per_source("decoder.memory_k", shape(d_k, src, heads, batch)),
-      per_source("decoder.memory_v", shape(d_k, src, heads, batch)));
+      source_scratch("memory_k", shape(d_k, src, heads, batch)),
+      source_scratch("memory_v", shape(d_k, src, heads, batch)));
   auto qs = head_projection_step<kernels::q_projection, kernels::q_projection_int8, kernels::q_projection_bf16>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
