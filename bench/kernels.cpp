@@ -13,6 +13,7 @@
 // cache as in a model (problem::add_rotation_sets), and "bytes" counts what comes
 // from memory. Prints JSON lines.
 //   bench_kernels [--threads N] [--samples S] [--min-ms M] [--only NAME]
+#include "halformer/gemm_sets.hpp"
 #include "halformer/timing.hpp"
 
 #include "halformer/problems.hpp"
@@ -131,37 +132,6 @@ void run_with_sleeping_baseline_pools(char** argv, int threads) {
                std::strerror(errno));
 }
 
-// The sgemm baselines on the same GEMMs, rotated like the kernel's arguments:
-// a copy of the weights (B) per set, one A and C shared (the step's activations).
-struct sgemm_sets {
-  std::vector<std::vector<float>> weights;
-  std::vector<float> activations;
-  std::size_t next = 0;
-  explicit sgemm_sets(const std::vector<gemm>& gs, std::mt19937& rng) {
-    std::size_t per = 0, rows = 0;
-    for (const auto& g : gs)
-      per += std::size_t(g.k) * g.n, rows += std::size_t(g.m) * g.k + std::size_t(g.m) * g.n;
-    const std::size_t n = std::clamp<std::size_t>((64u << 20) / (per * 4) + 1, 1, 64);
-    std::normal_distribution<float> d;
-    auto fill = [&](std::vector<float>& v, std::size_t count) {
-      v.resize(count);
-      for (auto& x : v)
-        x = d(rng);
-    };
-    fill(activations, rows);
-    weights.resize(n);
-    for (auto& w : weights)
-      fill(w, per);
-  }
-  template <class F> void run(const std::vector<gemm>& gs, F sgemm) {
-    float *b = weights[next++ % weights.size()].data(), *a = activations.data();
-    for (const auto& g : gs) {
-      float* c = a + std::size_t(g.m) * g.k;
-      sgemm(g, a, b, c);
-      a = c + std::size_t(g.m) * g.n, b += std::size_t(g.k) * g.n;
-    }
-  }
-};
 } // namespace
 
 int main(int argc, char** argv) {
@@ -225,16 +195,16 @@ int main(int argc, char** argv) {
     std::size_t next = 0;
     int rc = 0;
     std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
-    std::unique_ptr<sgemm_sets> blas;
+    std::unique_ptr<halformer::gemm_sets<gemm>> blas; // the sgemm baselines on the same GEMMs
     if (!p.gemms.empty()) {
-      blas = std::make_unique<sgemm_sets>(p.gemms, problems::rng);
+      blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);
       fns.push_back([&] {
-        blas->run(p.gemms, [](const gemm& g, float* a, float* b, float* o) {
+        blas->run([](const gemm& g, float* a, float* b, float* o) {
           dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
         });
       });
       fns.push_back([&] {
-        blas->run(p.gemms, [](const gemm& g, float* a, float* b, float* o) {
+        blas->run([](const gemm& g, float* a, float* b, float* o) {
           cblas_sgemm(101, 111, 111, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
         });
       });

@@ -3,9 +3,12 @@
 // oneDNN's int8 GEMM (dnnl_gemm_u8s8s32: u8 activations x s8 weights, exact
 // int32 sums; the baseline of the *_int8 kernels, without their quantization and
 // dequantization), measured like the kernels (warm-up, samples of at least
-// --min-ms, inputs rotated over >= 64 MiB).
+// --min-ms, weights rotated over >= 64 MiB and the activations in cache:
+// halformer/gemm_sets.hpp).
 //   blas_harness "M,N,K;M,N,K..." [--int8] [--threads N] [--samples S] [--min-ms M]
 // Prints one JSON object.
+#include "halformer/gemm_sets.hpp"
+
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -60,34 +63,20 @@ int main(int argc, char** argv) {
   }
   if (threads > 0)
     openblas_set_num_threads(threads), omp_set_num_threads(threads);
-  std::size_t per_set = 0;
   double flops = 0;
-  for (const auto& g : gemms) {
-    per_set += std::size_t(g.m) * g.k + std::size_t(g.k) * g.n + std::size_t(g.m) * g.n;
+  for (const auto& g : gemms)
     flops += 2.0 * g.m * g.n * g.k;
-  }
-  // One set holds every GEMM's A, B and C as 4-byte words (int8 A and B use a
-  // quarter of theirs, the same rotation either way).
-  const std::size_t sets = std::clamp<std::size_t>((64u << 20) / (per_set * 4) + 1, 1, 32);
-  std::vector<std::vector<float>> data(sets, std::vector<float>(per_set));
   std::mt19937 rng(1);
-  std::normal_distribution<float> n;
-  for (auto& d : data)
-    for (auto& v : d)
-      v = n(rng);
-  std::size_t next = 0;
+  halformer::gemm_sets<gemm> sets(gemms, rng);
   auto run = [&] {
-    float* p = data[next++ % sets].data();
-    for (const auto& g : gemms) {
-      float *a = p, *b = a + std::size_t(g.m) * g.k, *c = b + std::size_t(g.k) * g.n;
+    sets.run([&](const gemm& g, float* a, float* b, float* c) {
       if (int8)
         dnnl_gemm_u8s8s32('N', 'N', 'F', g.m, g.n, g.k, 1.0f, reinterpret_cast<const uint8_t*>(a), g.k, 0,
                           reinterpret_cast<const int8_t*>(b), g.n, 0, 0.0f, reinterpret_cast<int32_t*>(c), g.n,
                           &zero_offset);
       else
         cblas_sgemm(RowMajor, NoTrans, NoTrans, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, c, g.n);
-      p = c + std::size_t(g.m) * g.n;
-    }
+    });
   };
   for (int w = 0; w < 3; ++w)
     run();

@@ -21,7 +21,7 @@ find_package(BLAS REQUIRED)
 add_executable(blas_harness ${tuner_dir}/blas_harness.cpp)
 find_library(HALFORMER_DNNL dnnl REQUIRED)
 find_package(OpenMP REQUIRED)
-target_link_libraries(blas_harness PRIVATE BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX)
+target_link_libraries(blas_harness PRIVATE halformer::common BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX)
 
 # Where everything is, for `halformer tune`.
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
