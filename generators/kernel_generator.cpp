@@ -65,8 +65,7 @@ public:
   void generate() {
     const std::string name{interface_.name}, section{interface_.schedule};
     const auto& decls = schedules::knobs_of(section, get_target());
-    auto sets = schedules::load_kernel_knobs(std::string(interface_.bucket_knobs_of), section, decls, get_target(),
-                                             knob_file, knobs);
+    auto sets = schedules::load_kernel_knobs(name, section, decls, get_target(), knob_file, knobs);
     if (schedules::family_of(get_target()) == schedules::family::gpu)
       sets.by_bucket.clear(); // GPU schedules have one knob set
     ctx_.estimates = schedules::parse_overrides(estimates);

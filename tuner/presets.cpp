@@ -114,7 +114,15 @@ std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32,
     return k.ends_with("_projection") || k.starts_with("ffn_") || k == "logits";
   };
   std::vector<preset_entry> out;
+  bool f16kv_primary = true;
   for (const auto& e : float32) {
+    if (e.kernel == "attention" && bucket_of(e.shape) != "prefill") {
+      // Their decode steps read float16 caches (a CPU model's "auto" cache with
+      // these GEMMs): attention_f16kv, its own section, at the batch's step first.
+      out.push_back({"attention_f16kv", e.shape, f16kv_primary, e.weight});
+      f16kv_primary = false;
+      continue;
+    }
     if (!is_gemm(e.kernel)) {
       out.push_back(e);
       continue;

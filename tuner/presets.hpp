@@ -32,7 +32,9 @@ std::vector<preset_entry> model_shapes(const model_dims& m, int prefill_t, int b
 // The same run with int8 or bfloat16 GEMMs ("int8", "bfloat16"; "float32" gives
 // `float32` back): the GEMM kernels' *_int8 (*_bf16) variants, each at one shape
 // (they take one knob set: no buckets), its decode step at the batch when it has
-// one (these types serve decoding, which streams the weights), else its prefill.
+// one (these types serve decoding, which streams the weights), else its prefill;
+// and attention's decode steps as attention_f16kv's (the float16 caches such a
+// model keeps on the CPU), the batch's step its section's.
 std::vector<preset_entry> typed_shapes(const std::vector<preset_entry>& float32, const std::string& compute_type);
 
 // A total budget (seconds) divided over `jobs`: a quarter evenly, so that every

@@ -96,33 +96,45 @@ problem out_projection(shape_args& s) {
   return p;
 }
 
+// Key j of row b from k/v row rows(j, b): x's rows gathered into row b's own (one row).
+template <class T> Buffer<T> gathered_row(const Buffer<T>& x, const ib& rows, int b) {
+  Buffer<T> g(x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), 1);
+  g.for_each_element([&](int d, int j, int h, int) { g(d, j, h, 0) = x(d, j, h, rows(j, b)); });
+  return g;
+}
+
 // half_kv: k and v in float16 (attention_f16kv), compared with the float64
 // attention of their float16 values, so the float32 arithmetic's tolerance holds.
+// shared=1: rows read through a table that is not the identity (row b's key j in
+// row (b + j) % batch, as beams share rows), own_rows false; else the identity,
+// and own_rows says so.
 problem attention(shape_args& s, bool half_kv) {
   problem p;
   const int DK = s["d_k"], H = s["heads"], T = s["t"], TK = s["tk"], B = s["batch"], causal = s["causal"];
   const int offset = causal ? TK - T : 0; // queries are the last T positions (decode: T = 1)
   const int step = s.get("step", 0);      // a decode step's queries: T beams of each source
+  const bool shared = s.get("shared", 0) != 0;
   p.f_names = {"q", "k", "v", "out"}, p.i_names = {"kv_rows", "lengths"}, p.outputs = {"out"};
   if (half_kv)
     p.f_names = {"q", "out"}, p.f16_names = {"k", "v"};
   p.activations = {"q", "out", "kv_rows", "lengths"}; // the keys and values: a cache, from memory
-  p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset), bool_scalar("decode_step", step != 0)};
+  p.scalars = {bool_scalar("causal", causal != 0), i32_scalar("offset", offset), bool_scalar("decode_step", step != 0),
+               bool_scalar("own_rows", !shared)};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), fb(DK, T, H, B)}, {ib(TK, B), ib(B)}};
     if (half_kv)
       c.f16 = {random_f16({DK, TK, H, B}, 1), random_f16({DK, TK, H, B}, 1)};
     else
       c.f.insert(c.f.begin() + 1, {random({DK, TK, H, B}, 1), random({DK, TK, H, B}, 1)});
-    c.i[0].for_each_element([&](int key, int row) { c.i[0](key, row) = row; }); // each row's own keys
+    c.i[0].for_each_element([&](int key, int row) { c.i[0](key, row) = shared ? (row + key) % B : row; });
     c.i[1].fill(TK);
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
     const fb& out = c.f.back();
     const auto kv = [&](int which, int b) {
-      return half_kv ? f16_to_ref(c.f16[std::size_t(which)].cropped(3, b, 1))
-                     : ref::to_ref(c.f[std::size_t(1 + which)].cropped(3, b, 1));
+      return half_kv ? f16_to_ref(gathered_row(c.f16[std::size_t(which)], c.i[0], b))
+                     : ref::to_ref(gathered_row(c.f[std::size_t(1 + which)], c.i[0], b));
     };
     for (auto [t, b] : sample_rows(T, B)) {
       const auto q = ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1));
@@ -337,7 +349,13 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
         "d_k=32,heads=2,t=9,tk=11,batch=2,causal=1", "d_k=32,heads=3,t=1,tk=40,batch=3,causal=0",
-        "d_k=64,heads=2,t=1,tk=9,batch=66,causal=1", "d_k=64,heads=8,t=4,tk=37,batch=3,causal=0,step=1"}},
+        "d_k=64,heads=2,t=1,tk=9,batch=66,causal=1", "d_k=64,heads=8,t=4,tk=37,batch=3,causal=0,step=1",
+        // decode tasks of several heads (cpu/attention.hpp), fewer where the rows
+        // leave a core without one: 9 heads of one row, 8 of three, d_k 32; and
+        // rows through a table that is not the identity (shared=1)
+        "d_k=64,heads=9,t=1,tk=41,batch=1,causal=1", "d_k=32,heads=8,t=1,tk=70,batch=3,causal=1",
+        "d_k=64,heads=8,t=1,tk=37,batch=3,causal=1,shared=1", "d_k=64,heads=3,t=5,tk=11,batch=2,causal=1,shared=1",
+        "d_k=64,heads=8,t=4,tk=37,batch=3,causal=0,step=1,shared=1"}},
       {"layernorm",
        {"d_model=333,t=7,batch=2", "d_model=64,t=1,batch=5", "d_model=7,t=1,batch=1", "d_model=33,t=1,batch=65"}},
       {"softmax", {"n=333,t=7,batch=2", "n=64,t=1,batch=5", "n=1,t=1,batch=1", "n=333,t=1,batch=65"}},

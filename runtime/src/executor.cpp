@@ -152,6 +152,7 @@ abuffer executor::view(const operand& o, bool grouped) const {
 executor::scalar_value executor::scalar(const operand& o) const {
   const double v = o.kind == role::position         ? pos_
                    : o.kind == role::decode_step    ? double(t_ == 1) // one position per hypothesis (beams as queries)
+                   : o.kind == role::own_rows       ? double(o.table == &src_rows_ ? src_rows_own_ : tgt_rows_own_)
                    : o.kind == role::layer_norm_eps ? config_.layer_norm_eps
                    : o.kind == role::embedding_scale
                        ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)
@@ -238,6 +239,7 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
   upload(src_lengths_);
+  src_rows_own_ = identity(src_rows_.cropped(0, 0, src_).cropped(1, 0, rows_));
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty(); // a host buffer: its contents go up
@@ -278,6 +280,7 @@ fbuffer executor::decode(const ibuffer& ids, int pos, bool logits_to_host) {
   }
   upload(tgt_lengths_);
   upload(tgt_rows_);
+  tgt_rows_own_ = identity(tgt_rows_.cropped(0, 0, pos + t_).cropped(1, 0, rows_));
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty();
@@ -324,6 +327,17 @@ void executor::reorder_caches(const std::vector<int>& parent, int len) {
   for (int r = 0; r < rows_; ++r)
     std::copy_n(&old_tgt_rows_[std::size_t(parent[std::size_t(r)]) * n], n, &tgt_rows_(0, r));
   // No upload here: decode() uploads the table before its kernels read it.
+}
+
+// Whether every row of a k/v row table's view reads its own row: attention then
+// reads the keys by address (dsl::attention's own_rows). A decode step checks the
+// rows x positions it reads, a few thousand entries.
+bool executor::identity(const ibuffer& table) {
+  for (int r = table.dim(1).min(); r <= table.dim(1).max(); ++r)
+    for (int p = table.dim(0).min(); p <= table.dim(0).max(); ++p)
+      if (table(p, r) != r)
+        return false;
+  return true;
 }
 
 ibuffer executor::kv_rows_view(const operand& o) const {

@@ -150,10 +150,11 @@ private:
     bool is_output = false;
     halide_type_t type; // element type (scalars: the value's type)
     const weight_buffer* weight = nullptr;
-    abuffer* act = nullptr;      // activation, cache or per-source tensor
-    ibuffer* integers = nullptr; // lengths, the call's tokens or the picked ids
-    double value = 0;            // role::constant
-    int seq_dim = -1;            // index of the src/tgt dimension, -1 if none
+    abuffer* act = nullptr;         // activation, cache or per-source tensor
+    ibuffer* integers = nullptr;    // lengths, the call's tokens or the picked ids
+    const ibuffer* table = nullptr; // role::own_rows: the k/v row table it describes
+    double value = 0;               // role::constant
+    int seq_dim = -1;               // index of the src/tgt dimension, -1 if none
     bool seq_is_tgt = false;
     int batch_dim = -1;
   };
@@ -194,6 +195,7 @@ private:
                 int len) const;
   // The call's part of a k/v row table (kv_rows operand): keys x query rows.
   ibuffer kv_rows_view(const operand& o) const;
+  static bool identity(const ibuffer& table);
   static void written(abuffer& view); // a kernel wrote `view` (see executor.cpp)
   abuffer& activation(const std::string& key, const std::vector<std::string>& dims, halide_type_t type, role kind);
 
@@ -221,6 +223,9 @@ private:
   // history (beams share their prefixes' rows); old_tgt_rows_ is reorder's copy.
   ibuffer src_rows_, tgt_rows_;
   std::vector<int32_t> old_tgt_rows_;
+  // Whether the current call's view of each table is the identity (own_rows):
+  // sources always; the caches until beams share rows or finished rows leave.
+  bool src_rows_own_ = true, tgt_rows_own_ = true;
   std::map<const abuffer*, abuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0, sources_cap_ = 0;
   profiler* profiler_ = nullptr;

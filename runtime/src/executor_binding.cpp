@@ -186,10 +186,16 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
                                               : &vocab_lengths_;
     return op;
   case role::kv_rows:
-    if (o.actual != "src_rows" && o.actual != "tgt_rows")
+  case role::own_rows: { // a table, or whether it is the identity
+    ibuffer* table = o.actual == "src_rows" ? &src_rows_ : o.actual == "tgt_rows" ? &tgt_rows_ : nullptr;
+    if (!table)
       throw error("unknown k/v row table '" + o.actual + "' (src_rows or tgt_rows)");
-    op.integers = o.actual == "src_rows" ? &src_rows_ : &tgt_rows_;
+    if (o.kind == role::kv_rows)
+      op.integers = table;
+    else
+      op.table = table;
     return op;
+  }
   case role::tokens:
     op.integers = &tokens_;
     return op;

@@ -21,7 +21,8 @@ static_assert(dtype_bytes(dtype::f16) == 2);
 using half_attention =
     decltype(attention("a", input("q", shape(d_k, t, heads, batch)), input("k", shape(d_k, tk, heads, kv_row), f16),
                        input("v", shape(d_k, tk, heads, kv_row), f16), input("r", shape(tk, batch), i32),
-                       input("l", shape(batch), i32), param("c", boolean), param("o", i32), param("s", boolean)));
+                       input("l", shape(batch), i32), param("c", boolean), param("o", i32), param("s", boolean),
+                       param("w", boolean)));
 static_assert(dtype_v<half_attention> == dtype::f32); // float16 keys and values, float32 result
 
 namespace {

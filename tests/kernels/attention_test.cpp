@@ -57,11 +57,20 @@ void check_attention(const case_& c, const std::vector<int>& lengths, float scal
   for (int b = 0; b < c.batch; ++b)
     len(b) = lengths[b];
   Buffer<float> out(c.d_k, c.tq, c.heads, c.batch);
-  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, c.decode_step, out));
+  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, c.decode_step, false, out));
   CHECK_CLOSE(out,
               ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)), lengths,
                              c.causal, c.offset),
               test::rtol);
+  if (shared_rows)
+    return;
+  // The identity read by address (own_rows): each (query, head) sums in the same
+  // order, so the same bits.
+  Buffer<float> by_address(c.d_k, c.tq, c.heads, c.batch);
+  REQUIRE_OK(HF(attention)(q, k, v, rows, len, c.causal, c.offset, c.decode_step, true, by_address));
+  int differ = 0;
+  out.for_each_element([&](int d, int t, int h, int b) { differ += out(d, t, h, b) != by_address(d, t, h, b); });
+  CHECK(differ == 0);
 }
 } // namespace
 
@@ -83,7 +92,7 @@ TEST_CASE("a k/v row table naming rows outside k reads the nearest row, never ou
     rows.for_each_element([&](int key, int b) { rows(key, b) = key % 2 ? -5 : 1000; });
     len.fill(tk);
     Buffer<float> out(d_k, tq, heads, batch);
-    REQUIRE_OK(HF(attention)(q, k, v, rows, len, false, 0, tq == 1, out));
+    REQUIRE_OK(HF(attention)(q, k, v, rows, len, false, 0, tq == 1, false, out));
     CHECK_CLOSE(out,
                 ref::attention(test::to_ref(q), test::to_ref(gathered(k, rows)), test::to_ref(gathered(v, rows)),
                                {tk, tk}, false, 0),
@@ -99,24 +108,29 @@ TEST_CASE("causal attention with query offsets matches the reference", "[attenti
 }
 
 TEST_CASE("decode steps: one query against a cache", "[attention][decode]") {
-  // Step p of incremental decoding: Tq = 1, keys 0..p, offset p.
-  for (int tk : {1, 7, 64, 65, 333})
-    for (bool causal : {false, true})
-      check_attention(case_{64, 1, tk, 8, 3, causal, tk - 1}, random_lengths(3, tk));
-  check_attention(case_{32, 1, 100, 4, 8, true, 99}, std::vector<int>(8, 100));
-  // Decode steps read the keys as stored, d_k in blocks of the vector width and a
-  // rest: d_k 20 is 2 blocks + 4 on AVX2, 1 + 4 on AVX-512, 5 + 0 on SSE4.1; d_k 7
-  // is only the rest.
-  for (int d_k : {20, 7})
-    check_attention(case_{d_k, 1, 37, 3, 3, true, 36}, random_lengths(3, 37));
-  // Tasks of several heads (decode_heads; the test knobs: 8 from 2 rows on, 2 for
-  // one row): heads not a multiple of it (the last task overlaps the one before),
-  // fewer heads than it, constant and other d_k.
-  for (int d_k : {64, 32, 20})
-    for (int heads : {10, 9, 5, 1}) {
-      check_attention(case_{d_k, 1, 41, heads, 2, true, 40}, random_lengths(2, 41));
-      check_attention(case_{d_k, 1, 41, heads, 1, true, 40}, random_lengths(1, 41));
-    }
+  // Each through a shared table, and through the identity both ways (own_rows).
+  for (bool shared : {false, true}) {
+    INFO("shared rows " << shared);
+    // Step p of incremental decoding: Tq = 1, keys 0..p, offset p.
+    for (int tk : {1, 7, 64, 65, 333})
+      for (bool causal : {false, true})
+        check_attention(case_{64, 1, tk, 8, 3, causal, tk - 1}, random_lengths(3, tk), 1.0f, shared);
+    check_attention(case_{32, 1, 100, 4, 8, true, 99}, std::vector<int>(8, 100), 1.0f, shared);
+    // Decode steps read the keys as stored, d_k in blocks of the vector width and a
+    // rest: d_k 20 is 2 blocks + 4 on AVX2, 1 + 4 on AVX-512, 5 + 0 on SSE4.1; d_k 7
+    // is only the rest.
+    for (int d_k : {20, 7})
+      check_attention(case_{d_k, 1, 37, 3, 3, true, 36}, random_lengths(3, 37), 1.0f, shared);
+    // Tasks of several heads (decode_heads; the test knobs: 8 from 2 rows on, 2 for
+    // one row; fewer where the rows leave a core without a task): heads not a
+    // multiple of it (the last task overlaps the one before), fewer heads than
+    // it, constant and other d_k.
+    for (int d_k : {64, 32, 20})
+      for (int heads : {10, 9, 5, 1}) {
+        check_attention(case_{d_k, 1, 41, heads, 2, true, 40}, random_lengths(2, 41), 1.0f, shared);
+        check_attention(case_{d_k, 1, 41, heads, 1, true, 40}, random_lengths(1, 41), 1.0f, shared);
+      }
+  }
 }
 
 TEST_CASE("a decode step's several queries: a source's beams in cross-attention", "[attention][decode]") {
@@ -141,13 +155,13 @@ TEST_CASE("a decode step's beams each get the bits of a one-query step", "[atten
   Buffer<int32_t> len(batch);
   len(0) = tk, len(1) = 30;
   Buffer<float> together(d_k, beams, heads, batch), chunked(d_k, beams, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, true, together));
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, chunked));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, true, true, together));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, true, chunked));
   int differ_from_chunked = 0;
   for (int beam = 0; beam < beams; ++beam) {
     Buffer<float> one = q.cropped(1, beam, 1), alone(d_k, 1, heads, batch);
     one.translate(1, -beam);
-    REQUIRE_OK(HF(attention)(one, k, v, identity_rows(tk, batch), len, false, 0, true, alone));
+    REQUIRE_OK(HF(attention)(one, k, v, identity_rows(tk, batch), len, false, 0, true, true, alone));
     alone.for_each_element([&](int d, int, int h, int b) {
       CHECK(alone(d, 0, h, b) == together(d, beam, h, b));
       differ_from_chunked += alone(d, 0, h, b) != chunked(d, beam, h, b);
@@ -180,7 +194,7 @@ void check_strided_cache(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk, len(1) = 20;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, true, tk - tq, tq == 1, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, true, tk - tq, tq == 1, true, out));
   CHECK_CLOSE(out, ref::attention(test::to_ref(q), test::to_ref(k), test::to_ref(v), {tk, 20}, true, tk - tq),
               test::rtol);
 }
@@ -205,7 +219,7 @@ void check_large_logits(int tq) {
   Buffer<int32_t> len(batch);
   len(0) = tk;
   Buffer<float> out(d_k, tq, heads, batch);
-  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, out));
+  REQUIRE_OK(HF(attention)(q, k, v, identity_rows(tk, batch), len, false, 0, false, true, out));
   double max_logit = 0;
   for (int t = 0; t < tq; ++t)
     for (int j = 0; j < tk; ++j) {

@@ -13,21 +13,22 @@ TEST_CASE("attention rejects inconsistent shapes", "[errors]") {
   rows.fill(0);
   Buffer<float> out(16, 4, 2, 1);
   auto v_short = test::random({16, 8, 2, 1});
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_short, rows, len, false, 0, false, out),
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_short, rows, len, false, 0, false, true, out),
                        "Input buffer v is accessed at 8, which is beyond the max (7) in dimension 1");
   auto k_wide = test::random({32, 9, 2, 1});
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k_wide, v, rows, len, false, 0, false, out),
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k_wide, v, rows, len, false, 0, false, true, out),
                        "k.extent.0 (32) == q.extent.0 (16)");
   Buffer<int32_t> len2(2);
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows, len2, false, 0, false, out),
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows, len2, false, 0, false, true, out),
                        "lengths.extent.0 (2) == q.extent.3 (1)");
   Buffer<float> out_bad(16, 5, 2, 1);
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows, len, false, 0, false, out_bad), ".extent.1 (5) == q.extent.1 (4)");
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows, len, false, 0, false, true, out_bad),
+                       ".extent.1 (5) == q.extent.1 (4)");
   Buffer<int32_t> rows_short(8, 1);
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows_short, len, false, 0, false, out),
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v, rows_short, len, false, 0, false, true, out),
                        "Input buffer kv_rows is accessed at 8, which is beyond the max (7) in dimension 0");
   auto v_rows = test::random({16, 9, 2, 2});
-  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_rows, rows, len, false, 0, false, out),
+  REQUIRE_KERNEL_ERROR(HF(attention)(q, k, v_rows, rows, len, false, 0, false, true, out),
                        "v.extent.3 (2) == k.extent.3 (1)");
 }
 

@@ -1,6 +1,7 @@
 // A preset or model tuned with int8 GEMMs: each GEMM kernel's *_int8 variant at
 // one shape (one knob set: no buckets), its batched decode step where the float
-// kernel has one; the other kernels as they are.
+// kernel has one; attention's decode steps over float16 caches; the other
+// kernels as they are.
 #include "database.hpp"
 #include "presets.hpp"
 #include "tuner.hpp"
@@ -40,8 +41,19 @@ TEST_CASE("int8 presets tune each GEMM's int8 kernel at its batched decode step"
   const auto count = [](const std::vector<preset_entry>& v, const std::string& k) {
     return std::count_if(v.begin(), v.end(), [&](const preset_entry& e) { return e.kernel == k; });
   };
-  for (const std::string k : {"attention", "layernorm", "embedding", "beam_candidates"})
+  for (const std::string k : {"layernorm", "embedding", "beam_candidates"})
     CHECK(count(int8, k) == count(float32, k));
+  // Attention: the encoder's (prefill) in float32, the decode steps over float16
+  // caches, the batch's step first (its section's values).
+  CHECK(count(int8, "attention") == 1);
+  CHECK(count(int8, "attention") + count(int8, "attention_f16kv") == count(float32, "attention"));
+  const auto f16kv =
+      std::find_if(int8.begin(), int8.end(), [](const auto& e) { return e.kernel == "attention_f16kv"; });
+  REQUIRE(f16kv != int8.end());
+  CHECK(f16kv->primary);
+  CHECK(f16kv->shape == canonical_shape("d_k=64,heads=8,t=1,tk=128,batch=8,causal=1"));
+  CHECK(std::count_if(int8.begin(), int8.end(),
+                      [](const auto& e) { return e.kernel == "attention_f16kv" && e.primary; }) == 1);
 }
 
 TEST_CASE("bfloat16 presets name the *_bf16 kernels at the int8 kernels' shapes", "[tuner][bf16]") {

@@ -7,5 +7,5 @@ int main() {
   auto k = input("k", shape(d_model, tk, heads, kv_row)); // heads not split
   auto rows = input("rows", shape(tk, batch), i32);
   auto l = input("l", shape(batch), i32);
-  (void)attention("a", q, k, k, rows, l, param("c"), param("o"), param("s"));
+  (void)attention("a", q, k, k, rows, l, param("c"), param("o"), param("s"), param("w"));
 }

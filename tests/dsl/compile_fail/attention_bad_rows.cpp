@@ -7,5 +7,5 @@ int main() {
   auto k = input("k", shape(d_k, tk, heads, kv_row));
   auto rows = input("rows", shape(t, batch), i32); // per query, not per key
   auto l = input("l", shape(batch), i32);
-  (void)attention("a", q, k, k, rows, l, param("c"), param("o"), param("s"));
+  (void)attention("a", q, k, k, rows, l, param("c"), param("o"), param("s"), param("w"));
 }

@@ -5,5 +5,6 @@ using namespace halformer::dsl::dims;
 int main() {
   (void)attention("a", input("q", shape(d_k, t, heads, batch)), input("k", shape(d_k, tk, heads, kv_row), f16),
                   input("v", shape(d_k, tk, heads, kv_row)), input("r", shape(tk, batch), i32),
-                  input("l", shape(batch), i32), param("c", boolean), param("o", i32), param("s", boolean));
+                  input("l", shape(batch), i32), param("c", boolean), param("o", i32), param("s", boolean),
+                  param("w", boolean));
 }

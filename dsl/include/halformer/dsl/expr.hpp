@@ -261,8 +261,11 @@ template <class D, class T, Tensor O, Tensor S> auto sinusoidal(std::string name
 // decode_step (boolean) says the call's queries are one decode step's hypotheses
 // (one position per row, or a source's beams as the queries of its
 // cross-attention): lowering::attention_takes_direct says what it decides.
-template <Tensor Q, Tensor K, Tensor V, Tensor R, Tensor L, Tensor C, Tensor O, Tensor S>
-auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, O offset, S decode_step) {
+// own_rows (boolean) says the table is the identity (kv_rows(j, b) = b: no beam
+// shares a row), so a schedule may read each row's keys by address; a caller
+// that says so of another table reads wrong rows (still inside k and v).
+template <Tensor Q, Tensor K, Tensor V, Tensor R, Tensor L, Tensor C, Tensor O, Tensor S, Tensor W>
+auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, O offset, S decode_step, W own_rows) {
   using namespace dims;
   static_assert(std::is_same_v<shape_t<Q>, decltype(shape(d_k, t, heads, batch))>,
                 "halformer::dsl::attention: q must be (d_k, t, heads, batch)");
@@ -277,8 +280,10 @@ auto attention(std::string name, Q q, K k, V v, R kv_rows, L lengths, C causal, 
                 "halformer::dsl::attention: q must be float32, k and v both float32 or both float16");
   static_assert(dtype_v<R> == dtype::i32 && dtype_v<L> == dtype::i32,
                 "halformer::dsl::attention: kv_rows and lengths must be int32");
+  static_assert(rank_v<shape_t<W>> == 0, "halformer::dsl::attention: own_rows is a scalar");
   return make(op::attention{std::move(name)}, shape_t<Q>{}, std::move(q), std::move(k), std::move(v),
-              std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset), std::move(decode_step));
+              std::move(kv_rows), std::move(lengths), std::move(causal), std::move(offset), std::move(decode_step),
+              std::move(own_rows));
 }
 
 // ---- greedy choice ----------------------------------------------------------------

@@ -247,18 +247,13 @@ template <class F> void visit(std::string_view name, F&& f) {
 struct interface {
   std::string_view name, schedule;
   std::vector<argument> inputs, outputs;
-  // The kernel whose shape-bucket knob sets (a knob file's _buckets.<kernel>) this
-  // one takes: itself, or the one its `bucket_knobs_of` names.
-  std::string_view bucket_knobs_of;
 };
 template <class K>
 requires requires { K::name; }
 interface interface_of(const K& k) {
   interface i {
-    K::name, K::schedule, {}, {}, K::name
+    K::name, K::schedule, {}, {}
   };
-  if constexpr (requires { K::bucket_knobs_of; })
-    i.bucket_knobs_of = K::bucket_knobs_of;
   hana::for_each(k.inputs(), [&](const auto& leaf) { i.inputs.push_back(describe(leaf)); });
   hana::for_each(k.outputs(), [&](const auto& r) { i.outputs.push_back(describe(r)); });
   return i;

@@ -11,7 +11,8 @@ namespace halformer::dsl::kernels {
 using namespace dims;
 
 // k and v rows by a table (dsl::attention): decode steps read a beam's cache in
-// place, the encoder passes the identity. `KV` is k's and v's element type.
+// place, the encoder passes the identity (and says so: own_rows). `KV` is k's and
+// v's element type.
 template <dtype KV> struct attention_over {
   static constexpr std::string_view schedule = "attention";
   decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
@@ -24,19 +25,23 @@ template <dtype KV> struct attention_over {
   decltype(param("causal", boolean)) causal = param("causal", boolean);
   decltype(param("offset", i32)) offset = param("offset", i32);
   decltype(param("decode_step", boolean)) decode_step = param("decode_step", boolean);
+  decltype(param("own_rows", boolean)) own_rows = param("own_rows", boolean);
 
-  auto algorithm() const { return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step); }
-  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset, decode_step); }
+  auto algorithm() const {
+    return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step, own_rows);
+  }
+  auto inputs() const { return hana::make_tuple(q, k, v, kv_rows, lengths, causal, offset, decode_step, own_rows); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 struct attention : attention_over<dtype::f32> {
   static constexpr std::string_view name = "attention";
 };
-// Keys and values in float16, widened where they are read: the same schedule,
-// with attention's knobs (its section and its shape-bucket sets: the tuner
-// measures attention), half the bytes per cached position.
+// Keys and values in float16, widened where they are read: half the bytes per
+// cached position. The same schedule, with knob values of its own (a section of
+// attention's knobs): a decode step's keys want other partial sums in float16
+// (cpu/attention.hpp).
 struct attention_f16kv : attention_over<dtype::f16> {
-  static constexpr std::string_view name = "attention_f16kv", bucket_knobs_of = "attention";
+  static constexpr std::string_view name = "attention_f16kv", schedule = "attention_f16kv";
   static constexpr bool cpu_only = true;
 };
 

@@ -26,6 +26,7 @@ enum class role {
   constant,        // a scalar fixed by the description (causal, offset 0)
   position,        // a scalar: the first position of this decode call
   decode_step,     // a scalar: whether this decoder call advances each hypothesis by one position
+  own_rows,        // a scalar: whether a k/v row table (by its name) is the identity for this call
   layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
   embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
   split_positions, // a scalar: the configuration's sinusoid layout (true: sines then cosines)
@@ -37,8 +38,9 @@ enum class role {
 
 // Whether an operand of this role is a scalar argument (not a buffer).
 constexpr bool is_scalar(role r) {
-  return r == role::constant || r == role::position || r == role::decode_step || r == role::layer_norm_eps ||
-         r == role::embedding_scale || r == role::split_positions || r == role::vocabulary || r == role::model_width;
+  return r == role::constant || r == role::position || r == role::decode_step || r == role::own_rows ||
+         r == role::layer_norm_eps || r == role::embedding_scale || r == role::split_positions ||
+         r == role::vocabulary || r == role::model_width;
 }
 
 // Whether a tensor of this role is sized and computed per source (not per row).
@@ -66,6 +68,8 @@ using scalar_ref = tensor_ref<hana::tuple<>>;
 inline scalar_ref constant(double v) { return {"constant", role::constant, v}; }
 inline scalar_ref position() { return {"position", role::position}; }
 inline scalar_ref decode_step() { return {"decode_step", role::decode_step}; }
+// Whether the table kv_rows(name, ...) names is the identity (no beam shares a row).
+inline scalar_ref own_rows(std::string table) { return {std::move(table), role::own_rows}; }
 inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
 inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding_scale}; }
 inline scalar_ref split_positions() { return {"split_positions", role::split_positions}; }

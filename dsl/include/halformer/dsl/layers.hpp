@@ -68,11 +68,12 @@ auto self_attention(T seq, NormFirst norm_first, G gemms, KV, const std::string&
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, seq, batch)),
       hana::make_tuple(std::pair{std::string("q"), heads_("q")}), kv("k_cache"), kv("v_cache"), heads_("k_new"),
       heads_("v_new"));
-  auto att = run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
-                 at.kv_rows >> kv_rows(causal ? "tgt_rows" : "src_rows", seq),
-                 at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
-                 at.offset >> position(), at.decode_step >> (causal ? decode_step() : constant(false)),
-                 out::head_layout("out") >> heads_("context"));
+  auto att =
+      run(at, at.q >> heads_("q"), at.k >> kv("k_cache"), at.v >> kv("v_cache"),
+          at.kv_rows >> kv_rows(causal ? "tgt_rows" : "src_rows", seq),
+          at.lengths >> lengths(causal ? "tgt_lengths" : "src_lengths"), at.causal >> constant(causal),
+          at.offset >> position(), at.decode_step >> (causal ? decode_step() : constant(false)),
+          at.own_rows >> own_rows(causal ? "tgt_rows" : "src_rows"), out::head_layout("out") >> heads_("context"));
   auto proj = out_projection_step(gemms, seq, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)
     return hana::concat(hana::prepend(qkv, norm_step(seq, norm_weights, x, normed)), hana::make_tuple(att, proj));
@@ -99,7 +100,7 @@ auto cross_attention(NormFirst norm_first, G gemms, KV, const std::string& prefi
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
                  at.lengths >> lengths("src_lengths"), at.causal >> constant(false), at.offset >> constant(0),
-                 at.decode_step >> decode_step(),
+                 at.decode_step >> decode_step(), at.own_rows >> own_rows("src_rows"),
                  out::head_layout("out") >> ref(prefix + "context", shape(d_k, tgt, heads, batch)));
   auto proj = out_projection_step(gemms, tgt, prefix, prefix + "context", x, summed);
   if constexpr (decltype(norm_first)::value)

@@ -108,6 +108,13 @@ public:
       throw std::logic_error("lowering: attention_takes_direct() before an attention was lowered");
     return extent("t") <= 1 || attention_decode_step_;
   }
+  // The lowered attention's own_rows scalar (dsl::attention), a boolean Param: a
+  // branch specialised on it reads k and v by address.
+  Halide::Expr attention_own_rows() const {
+    if (!attention_own_rows_.defined())
+      throw std::logic_error("lowering: attention_own_rows() before an attention was lowered");
+    return attention_own_rows_;
+  }
 
   // ---- stages -------------------------------------------------------------------
 
@@ -356,6 +363,7 @@ private:
   template <class Args> void build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&);
   struct attention_operands;
   Halide::Expr attention_decode_step_; // the lowered attention's decode_step scalar
+  Halide::Expr attention_own_rows_;    // and its own_rows scalar
   Halide::Expr attention_chunked(const std::string& name, const attention_operands& at);
   Halide::Expr attention_direct(const std::string& name, const attention_operands& at, int lanes);
 };

@@ -21,10 +21,12 @@ namespace halformer::dsl {
 
 struct lowering::attention_operands {
   lowered q, k, v, kv_rows, lengths;
-  Halide::Expr causal, offset, kv_row_count;
-  // The k/v row holding key j (< tk) of query row b.
+  Halide::Expr causal, offset, kv_row_count, own_rows;
+  // The k/v row holding key j (< tk) of query row b: b itself where the table is
+  // the identity (a branch specialised on own_rows reads k and v by address).
   Halide::Expr row(const Halide::Expr& j, const Halide::Expr& b) const {
-    return Halide::clamp(kv_rows.f(j, b), 0, kv_row_count - 1);
+    return Halide::select(own_rows, Halide::min(b, kv_row_count - 1),
+                          Halide::clamp(kv_rows.f(j, b), 0, kv_row_count - 1));
   }
   // Feature d of head h of key j of query row b: k's and v's entries, float32
   // (float16 ones widened where they are read).
@@ -37,10 +39,18 @@ struct lowering::attention_operands {
 };
 
 template <class Args> void lowering::build(const op::attention& o, lowered& r, std::vector<lowered>& a, const Args&) {
-  const attention_operands at{
-      a[0], a[1], a[2], a[3], a[4], Halide::cast<int>(scalar_of(a[5])), scalar_of(a[6]), extent("kv_row")};
+  const attention_operands at{a[0],
+                              a[1],
+                              a[2],
+                              a[3],
+                              a[4],
+                              Halide::cast<int>(scalar_of(a[5])),
+                              scalar_of(a[6]),
+                              extent("kv_row"),
+                              Halide::cast<bool>(scalar_of(a[8]))};
   Halide::Var d("d_k"), t("t"), h("heads"), b("batch");
   attention_decode_step_ = Halide::cast<bool>(scalar_of(a[7]));
+  attention_own_rows_ = at.own_rows;
   Halide::Expr value = attention_chunked(o.name, at);
   if (const int lanes = options.count("decode_lanes") ? options.at("decode_lanes") : 0; lanes > 0)
     value = Halide::select(attention_takes_direct(), attention_direct(o.name, at, lanes), value);

@@ -96,6 +96,7 @@ inline const std::map<std::string, section_info>& sections(family f) {
        {cpu::panel_knobs(), revisions::cpu_float32,
         projections<cpu::dot_product_head_projection<cpu::float32_inputs>>}},
       {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
+      {"attention_f16kv", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
       {"kv_to_float16", {cpu::convert_knobs(), revisions::cpu_convert, projections<cpu::kv_to_float16>}},
       {"out_projection",
        {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_out_projection<cpu::float32_inputs>>}},

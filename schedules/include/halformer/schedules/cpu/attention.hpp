@@ -38,22 +38,37 @@ inline std::vector<knob_decl> attention_knobs() {
   };
 }
 
-// Decode steps, every stage per task of `decode_heads` heads of one row.
+// Decode steps, every stage per task of up to `decode_heads` heads of one row.
 // Scores 4 keys at a time, each key a vector of decode_lanes partial sums across
 // d_k (AVX2, d_k 64: 8 FMAs per key into one ymm, 4 keys in flight to cover the
-// FMA latency), then one horizontal sum per key; the task's heads take turns
-// every 4 keys, so that their key streams are read side by side. Max and sum of
-// the exponentials reduce decode_lanes keys per vector, and p.v keeps its d_k
+// FMA latency), then one horizontal sum per key. Max and sum of the
+// exponentials reduce decode_lanes keys per vector, and p.v keeps its d_k
 // accumulators in registers when d_k is a constant (`fixed_dk`; d_k 64 on AVX2:
-// 8 ymm, with p broadcast and V streamed once), for as many heads at once as
-// half the registers hold (AVX-512, d_k 64: 4 heads of 4 zmm).
-// Why several heads per task: a head's keys (and values) of one row are one
-// short stream (tk x d_k floats: 8 KiB at tk 32), which the hardware
-// prefetchers pick up late, so one stream at a time waits on memory latency.
-// Zen 5, 2 threads, d_k 64, 8 heads, harness medians of interleaved runs, 1 -> 4
-// -> 8 heads per task: batch 8, tk 32 0.042 -> 0.030 -> 0.025 ms, tk 128 0.112 ->
-// 0.101 -> 0.085; batch 32, tk 64 0.268 -> 0.208 -> 0.184; batch 1, tk 40 0.0074
-// -> 0.0056 -> 0.0078 (8 heads: one task for two cores).
+// 8 ymm, with p broadcast and V streamed once).
+// Where the row table is the identity (own_rows: greedy decoding, every
+// cross-attention), k and v are read by address and the task's heads one after
+// another, all of a head's keys (then all of its values) before the next head's:
+// a row's heads lie one after another in k and v, so a task reads one
+// sequential stream of keys and one of values, which the hardware prefetchers
+// follow at the memory's rate. Heads taking turns every 4 keys (or p.v over 4
+// heads at once) read 8 (4) streams side by side: 18 GB/s a core where one
+// stream reads 29-35 (Zen 5, one thread, 128 KiB tasks from memory, the pattern
+// alone). Software prefetch of the keys ahead gained nothing over this order.
+// Zen 5, 2 threads, d_k 64, 8 heads, tk 128, harness medians of 5 interleaved
+// rounds, heads taking turns through the table (and float16 keys with
+// attention's 16 partial sums) -> by address in turn: float32 keys batch 1 / 8 /
+// 32 0.0148 / 0.106 / 0.46 -> 0.0130 / 0.096 / 0.42 ms; float16 keys 0.0126 /
+// 0.083 / 0.33 -> 0.0083 / 0.049 / 0.19; a source's 4 beams, 8 sources: float32
+// 0.156 -> 0.141, float16 0.117 -> 0.099. The AVX2 code likewise (float16 at
+// batch 8 0.076 -> 0.050).
+// Through any other table (a beam search's caches) each key's row is looked up
+// once for all of a task's heads, which take turns every 4 keys (p.v: as many
+// heads at once as half the registers hold).
+// Several heads per task: a head's keys are a short stream (tk x d_k: 16 KiB
+// at tk 128 in float16), so one head per task starts a stream per head (Zen 5,
+// batch 8, tk 128, 1 -> 8 heads per task: 0.112 -> 0.085 ms). But every core
+// needs a task: a call of fewer rows than cores takes fewer heads per task
+// (batch 1, 8 heads, 2 cores: two tasks of 4, float16 0.0106 -> 0.0073 ms).
 // A row of several queries (a source's beams in beam search's cross-attention)
 // takes them several at a time: q.k of 4 keys x as many queries as half the
 // registers hold (AVX-512 4: 16 zmm of partial sums, each key vector loaded once
@@ -67,69 +82,117 @@ inline std::vector<knob_decl> attention_knobs() {
 // time -> 4: 2 sources 0.0548 -> 0.0445 ms, 8 sources 0.216 -> 0.162 (2
 // queries: 0.183); AVX2 code, 2 queries: 8 sources 0.223 -> 0.176. One query
 // per row is unchanged (batch 8, tk 128: 0.117 ms).
+// The direct algorithm's stages (attention_direct says why), each branch for a
+// table that is the identity (`own_rows`: k and v read by address) and one for
+// any table. By address a task reads its heads in turn: all of a head's keys,
+// then the next head's. Through the table, every key's row is looked up once for
+// all of the task's heads, so they take turns every 4 keys (and p.v takes as many
+// heads at once as half the registers hold: AVX-512, d_k 64, 4 of 4 zmm).
+struct direct_attention {
+  const dsl::lowering& ctx;
+  const bucket_scope& in;
+  int vec, registers, heads; // heads: the most per task (decode_heads)
+  Halide::Var d{"d_k"}, key{"key"}, l{"lane"}, ko{"ko"}, ki{"ki"}, h{"heads"}, ho{"ho"}, hi{"hi"}, t{"t"}, tqo{"tqo"},
+      tqi{"tqi"};
+  Halide::Func stage(const char* n) const { return ctx.stage(std::string("attention_direct_") + n); }
+  int queries() const { return registers / 8; } // 4 keys x queries of q.k partial sums in half the registers
+  Halide::Expr tiled() const { return ctx.extent("t") >= queries(); }
+
+  // Scores of `q` queries at a time: 4 keys x q queries of partial sums.
+  void score_tiles(Halide::Stage st, int q, bool by_address) const {
+    using namespace Halide;
+    const RDom rl = ctx.rdom("attention_direct_lanes");
+    st.split(key, ko, ki, 4, TailStrategy::RoundUp);
+    std::vector<VarOrRVar> order{rl.x, ki};
+    if (q > 1) {
+      st.split(t, tqo, tqi, q, TailStrategy::RoundUp).unroll(tqi);
+      order.push_back(tqi);
+    }
+    if (by_address) {
+      order.insert(order.end(), {ko, h});
+    } else {
+      st.split(h, ho, hi, heads, TailStrategy::GuardWithIf);
+      order.insert(order.end(), {hi, ko, ho});
+    }
+    if (q > 1)
+      order.push_back(tqo);
+    st.reorder(order).atomic().vectorize(rl.x).unroll(ki);
+  }
+  void scores(Halide::Stage st, bool by_address) const {
+    if (queries() > 1)
+      score_tiles(st.specialize(tiled()), queries(), by_address);
+    score_tiles(st, 1, by_address);
+  }
+  void partial_sums(Halide::Stage st) const {
+    const Halide::RDom rb = ctx.rdom("attention_direct_partial");
+    if (queries() > 1)
+      st.specialize(tiled()).reorder(l, key, t, rb.x).vectorize(l).unroll(key).unroll(t);
+    st.reorder(l, key, rb.x).vectorize(l).unroll(key);
+  }
+  // p.v, its d_k accumulators in registers where d_k is a constant.
+  void values(Halide::Stage st, const std::vector<std::pair<Halide::Expr, int>>& fixed_dk, bool by_address) const {
+    using namespace Halide;
+    const RDom rj = ctx.rdom("attention_direct_out");
+    for (const auto& [dk, dk_value] : fixed_dk) {
+      // Query tiles: the most queries of a tile half the registers hold, then heads.
+      const int budget = std::max(1, registers / 2 / (dk_value / vec)), q = std::min(queries(), budget);
+      if (q > 1)
+        st.specialize(dk && tiled())
+            .split(h, ho, hi, std::clamp(budget / q, 1, heads), TailStrategy::GuardWithIf)
+            .split(t, tqo, tqi, q, TailStrategy::RoundUp)
+            .reorder(d, tqi, hi, rj.x, ho, tqo)
+            .vectorize(d, vec)
+            .unroll(d)
+            .unroll(tqi)
+            .unroll(hi);
+      const int together = by_address ? 1 : std::clamp(budget, 1, heads);
+      st.specialize(dk)
+          .split(h, ho, hi, together, TailStrategy::GuardWithIf)
+          .reorder(d, hi, rj.x, ho)
+          .vectorize(d, vec)
+          .unroll(d)
+          .unroll(hi);
+    }
+    st.reorder(d, rj.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+  }
+};
+
 inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec,
                              const std::vector<std::pair<Halide::Expr, int>>& fixed_dk, const Halide::Target& target,
                              const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
-  Var d("d_k"), hb("hb"), key("key"), l("lane"), ko("ko"), ki("ki"), h("heads"), ho("ho"), hi("hi"), t("t"), tqo("tqo"),
-      tqi("tqi");
-  const int heads = k["decode_heads"], registers = target.has_feature(Target::AVX512) ? 32 : 16;
-  auto s = [&](const char* n) { return ctx.stage(std::string("attention_direct_") + n); };
-  const RDom rb = ctx.rdom("attention_direct_partial"), rl = ctx.rdom("attention_direct_lanes"),
-             rk = ctx.rdom("attention_direct_keys"), rj = ctx.rdom("attention_direct_out");
+  const direct_attention a{ctx, in, vec, target.has_feature(Target::AVX512) ? 32 : 16, k["decode_heads"]};
+  const RDom rl = ctx.rdom("attention_direct_lanes"), rk = ctx.rdom("attention_direct_keys");
+  const Expr own = ctx.attention_own_rows();
   for (const char* n : {"scores", "lane_max", "max", "p", "lane_sum", "sum", "out"})
-    s(n).compute_at(out, hb);
-  const int queries = registers / 8; // 4 keys x queries of q.k partial sums in half the registers
-  const Expr tiled = ctx.extent("t") >= queries;
-  in(s("scores")).vectorize(key, vec, TailStrategy::RoundUp);
-  // Scores of `q` queries at a time: 4 keys x q queries of partial sums.
-  const auto score_tiles = [&](Stage st, int q) {
-    st.split(key, ko, ki, 4, TailStrategy::RoundUp).split(h, ho, hi, heads, TailStrategy::GuardWithIf);
-    if (q > 1)
-      st.split(t, tqo, tqi, q, TailStrategy::RoundUp).reorder(rl.x, ki, tqi, hi, ko, ho, tqo).unroll(tqi);
-    else
-      st.reorder(rl.x, ki, hi, ko, ho);
-    st.atomic().vectorize(rl.x).unroll(ki);
-  };
-  if (queries > 1)
-    score_tiles(in.update(s("scores")).specialize(tiled), queries);
-  score_tiles(in.update(s("scores")), 1);
-  s("partial").compute_at(s("scores"), ko);
-  in(s("partial")).vectorize(l);
-  if (queries > 1)
-    in.update(s("partial")).specialize(tiled).reorder(l, key, t, rb.x).vectorize(l).unroll(key).unroll(t);
-  in.update(s("partial")).reorder(l, key, rb.x).vectorize(l).unroll(key);
-  in(s("p")).vectorize(key, vec, TailStrategy::RoundUp);
+    a.stage(n).compute_at(out, Var("hb"));
+  in(a.stage("scores")).vectorize(a.key, vec, TailStrategy::RoundUp);
+  for (bool by_address : {true, false}) { // the own_rows branches first (Halide tries them in order)
+    const auto branch = [&](Stage st) { return by_address ? st.specialize(own) : st; };
+    a.scores(branch(in.update(a.stage("scores"))), by_address);
+    a.partial_sums(branch(in.update(a.stage("partial"))));
+    a.values(branch(in.update(a.stage("out"))), fixed_dk, by_address);
+  }
+  a.stage("partial").compute_at(a.stage("scores"), a.ko);
+  in(a.stage("partial")).vectorize(a.l);
+  in(a.stage("p")).vectorize(a.key, vec, TailStrategy::RoundUp);
   for (const char* n : {"lane_max", "lane_sum"}) {
-    in(s(n)).vectorize(l);
-    in.update(s(n)).reorder(l, rk.x).vectorize(l);
+    in(a.stage(n)).vectorize(a.l);
+    in.update(a.stage(n)).reorder(a.l, rk.x).vectorize(a.l);
   }
   for (const char* n : {"max", "sum"})
-    in.update(s(n)).atomic().vectorize(rl.x);
-  in(s("out")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  for (const auto& [dk, dk_value] : fixed_dk) {
-    // Query tiles: the most queries of a tile half the registers hold, then heads.
-    const int budget = std::max(1, registers / 2 / (dk_value / vec)), q = std::min(queries, budget);
-    if (q > 1)
-      in.update(s("out"))
-          .specialize(dk && tiled)
-          .split(h, ho, hi, std::clamp(budget / q, 1, heads), TailStrategy::GuardWithIf)
-          .split(t, tqo, tqi, q, TailStrategy::RoundUp)
-          .reorder(d, tqi, hi, rj.x, ho, tqo)
-          .vectorize(d, vec)
-          .unroll(d)
-          .unroll(tqi)
-          .unroll(hi);
-    const int together = std::clamp(registers / 2 / (dk_value / vec), 1, heads);
-    in.update(s("out"))
-        .specialize(dk)
-        .split(h, ho, hi, together, TailStrategy::GuardWithIf)
-        .reorder(d, hi, rj.x, ho)
-        .vectorize(d, vec)
-        .unroll(d)
-        .unroll(hi);
-  }
-  in.update(s("out")).reorder(d, rj.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+    in.update(a.stage(n)).atomic().vectorize(rl.x);
+  in(a.stage("out")).vectorize(a.d, vec, TailStrategy::GuardWithIf);
+}
+
+// A decode task's heads: `most`, or fewer where the call's rows would leave a
+// core without a task (the host's cores, from Halide's runtime; attention_direct
+// says why).
+inline Halide::Expr task_heads(const dsl::lowering& ctx, int most) {
+  using namespace Halide;
+  const Expr cores = clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1,
+                           256); // a positive divisor whatever the runtime returns
+  return clamp(ctx.extent("heads") * ctx.extent("batch") / cores, 1, most);
 }
 
 inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
@@ -167,7 +230,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   if (k["decode_lanes"] > 0 && heads_per_task > 1) {
     Var hi("hi");
     Stage grouped = in(out).specialize(decode && ctx.extent("heads") >= heads_per_task);
-    grouped.split(h, h, hi, heads_per_task, TailStrategy::ShiftInwards)
+    grouped.split(h, h, hi, task_heads(ctx, heads_per_task), TailStrategy::ShiftInwards)
         .reorder(d, t, hi, h, b)
         .fuse(h, b, hb)
         .parallel(hb)
