@@ -96,13 +96,6 @@ problem out_projection(shape_args& s) {
   return p;
 }
 
-// Key j of row b from k/v row rows(j, b): x's rows gathered into row b's own (one row).
-template <class T> Buffer<T> gathered_row(const Buffer<T>& x, const ib& rows, int b) {
-  Buffer<T> g(x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), 1);
-  g.for_each_element([&](int d, int j, int h, int) { g(d, j, h, 0) = x(d, j, h, rows(j, b)); });
-  return g;
-}
-
 // half_kv: k and v in float16 (attention_f16kv), compared with the float64
 // attention of their float16 values, so the float32 arithmetic's tolerance holds.
 // shared=1: rows read through a table that is not the identity (row b's key j in

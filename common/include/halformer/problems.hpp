@@ -49,6 +49,13 @@ fb random_panels(const std::vector<int>& dims, int inputs, float scale);
 f16b random_f16(std::vector<int> shape, float scale);
 ref::tensor f16_to_ref(const f16b& b);
 ref::tensor panels_to_ref(const fb& packed, const std::vector<int>& dims, int inputs);
+// Attention's k or v (d_k, tk, heads, kv_row) as query row b reads it: key j from
+// row rows(j, b) (its kv_rows table), one row.
+template <class T> Buffer<T> gathered_row(const Buffer<T>& x, const ib& rows, int b) {
+  Buffer<T> g(x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), 1);
+  g.for_each_element([&](int d, int j, int h, int) { g(d, j, h, 0) = x(d, j, h, rows(j, b)); });
+  return g;
+}
 
 // The shape's values by name; every one must be read by the kernel's problem.
 struct shape_args {
