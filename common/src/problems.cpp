@@ -3,6 +3,7 @@
 #include "halformer/problems.hpp"
 #include "halformer/dsl/panels.hpp"
 #include "halformer/reference/bfloat16.hpp"
+#include "halformer/timing.hpp"
 
 #include "halformer/weight_layout.hpp"
 
@@ -222,7 +223,7 @@ void problem::add_rotation_sets() {
   const auto [memory, activation] = set_bytes();
   const std::size_t all = memory + activation;
   // A set made brings its own activations too, dropped at once: at most 256 MiB made.
-  const std::size_t wanted = memory == 0 ? 1 : (64u << 20) / memory + 1;
+  const std::size_t wanted = memory == 0 ? 1 : timing::rotation_bytes / memory + 1;
   const std::size_t most = std::clamp<std::size_t>((256u << 20) / std::max<std::size_t>(all, 1), 1, 4096);
   while (sets.size() < std::min(wanted, most)) {
     call_set fresh = make();

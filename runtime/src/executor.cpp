@@ -153,7 +153,7 @@ abuffer executor::view(const operand& o, bool grouped) const {
 executor::scalar_value executor::scalar(const operand& o) const {
   const double v = o.kind == role::position         ? pos_
                    : o.kind == role::decode_step    ? double(t_ == 1) // one position per hypothesis (beams as queries)
-                   : o.kind == role::own_rows       ? double(o.table == &src_rows_ ? src_rows_own_ : tgt_rows_own_)
+                   : o.kind == role::own_rows       ? double(o.table == &src_rows_ || tgt_rows_own_)
                    : o.kind == role::layer_norm_eps ? config_.layer_norm_eps
                    : o.kind == role::embedding_scale
                        ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)
@@ -240,7 +240,6 @@ void executor::encode(const ibuffer& ids, const ibuffer& lengths) {
   for (int r = 0; r < rows_; ++r)
     src_lengths_(r) = lengths(r);
   upload(src_lengths_);
-  src_rows_own_ = identity(src_rows_.cropped(0, 0, src_).cropped(1, 0, rows_));
   tokens_ = ids;
   if (iface_)
     tokens_.set_host_dirty(); // a host buffer: its contents go up

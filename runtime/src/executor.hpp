@@ -223,9 +223,9 @@ private:
   // history (beams share their prefixes' rows); old_tgt_rows_ is reorder's copy.
   ibuffer src_rows_, tgt_rows_;
   std::vector<int32_t> old_tgt_rows_;
-  // Whether the current call's view of each table is the identity (own_rows):
-  // sources always; the caches until beams share rows or finished rows leave.
-  bool src_rows_own_ = true, tgt_rows_own_ = true;
+  // Whether the current call's view of tgt_rows_ is the identity (own_rows): until
+  // beams share rows or finished rows leave. src_rows_ is the identity always.
+  bool tgt_rows_own_ = true;
   std::map<const abuffer*, abuffer> staging_; // per cache, on a GPU (see staged())
   int rows_cap_ = 0, src_cap_ = 0, tgt_cap_ = 0, call_cap_ = 0, sources_cap_ = 0;
   profiler* profiler_ = nullptr;

@@ -6,6 +6,8 @@
 // reads their bytes (the same rotation either way).
 #pragma once
 
+#include "halformer/timing.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <random>
@@ -27,7 +29,8 @@ public:
         x = d(rng);
     };
     fill(activations_, rows);
-    weights_.resize(std::clamp<std::size_t>((64u << 20) / (std::max<std::size_t>(weights, 1) * 4) + 1, 1, 64));
+    weights_.resize(
+        std::clamp<std::size_t>(timing::rotation_bytes / (std::max<std::size_t>(weights, 1) * 4) + 1, 1, 64));
     for (auto& w : weights_)
       fill(w, weights);
   }

@@ -9,10 +9,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <vector>
 
 namespace halformer::timing {
+
+// The bytes a measurement rotates its weights (and caches, tables) through, so
+// that they come from memory as a model's do, not from a cache.
+inline constexpr std::size_t rotation_bytes = std::size_t(64) << 20;
 
 struct stats {
   double median_ms = 0, min_ms = 0, max_ms = 0;
