@@ -9,6 +9,8 @@
 // with the knob values for the target (generators never contain schedule code):
 // on a CPU, one specialize() branch per distinct knob set of the shape buckets
 // (schedules/buckets.hpp), so one pipeline serves prefill and decode calls.
+#include "prefetch_hint.hpp"
+
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/kernels.hpp"
@@ -48,6 +50,9 @@ public:
   // "t:128/batch:8/...": extent estimates by dimension (and scalar values by
   // name), for Halide's autoschedulers.
   GeneratorParam<std::string> estimates{"estimates", ""};
+  // The x86 prefetch instruction of the kernel's prefetches (nta, t0, t1, t2):
+  // applied to the objects by the executable's main (generator_main.cpp).
+  GeneratorParam<prefetch_hint> prefetch_hint_{"prefetch_hint", default_prefetch_hint, prefetch_hint_names()};
 
   void configure() {
     if (std::string(kernel).empty())
