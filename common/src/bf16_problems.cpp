@@ -1,6 +1,6 @@
-// The bfloat16 kernels' measuring problems: bfloat16 weights in the dot-product
-// layout (as the loader rounds them), verified against a float64 evaluation of
-// the bfloat16 arithmetic (halformer/reference/bfloat16.hpp).
+// The bfloat16 kernels' measuring problems: bfloat16 weights in panels (as the
+// loader rounds and packs them), verified against a float64 evaluation of the
+// bfloat16 arithmetic (halformer/reference/bfloat16.hpp).
 #include "int8_problems.hpp"
 
 #include "halformer/reference/bfloat16.hpp"
@@ -21,11 +21,11 @@ problem logits(shape_args& s) {
   p.f_names = {"x", "b", "out"}, p.bf16_names = {"w"}, p.outputs = {"out"}, p.activations = {"x", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({V}, 0.1f), fb(V, T, B)}};
-    c.bf16.push_back(random_bf16_weight({D, V}, 1, 1 / std::sqrt(float(D))));
+    c.bf16.push_back(random_bf16_panels({D, V}, 1, 1 / std::sqrt(float(D))));
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = int8::bf16_weight_to_ref(c.bf16[0], 1), bias = ref::to_ref(c.f[1]);
+    const auto w = bf16_panels_to_ref(c.bf16[0], {D, V}, 1), bias = ref::to_ref(c.f[1]);
     for (auto [t, b] : sample_rows(T, B))
       compare_row3(c.f[2], ref::bf16_linear(row3(c.f[0], t, b), w, bias), t, b, m);
   };
@@ -40,9 +40,11 @@ problem head_projection(shape_args& s, const std::string& which) {
   return head_projections(s, which,
                           {weight_type::bf16, 2.0,
                            [D](call_set& c, const std::vector<int>& dims) {
-                             c.bf16.push_back(random_bf16_weight(dims, 1, 1 / std::sqrt(float(D))));
+                             c.bf16.push_back(random_bf16_panels(dims, 1, 1 / std::sqrt(float(D))));
                            },
-                           [](const call_set& c, int k) { return int8::bf16_weight_to_ref(c.bf16[std::size_t(k)], 1); },
+                           [dims = std::vector<int>{D, s["d_k"], s["heads"]}](const call_set& c, int k) {
+                             return bf16_panels_to_ref(c.bf16[std::size_t(k)], dims, 1);
+                           },
                            [](const call_set&, int, const ref::tensor& x, const ref::tensor& w,
                               const ref::tensor& bias) { return ref::bf16_linear(x, w, bias); }});
 }
@@ -55,11 +57,11 @@ problem out_projection(shape_args& s) {
   p.activations = {"a", "residual", "out"};
   p.make = [=] {
     call_set c{{random({DK, T, H, B}, 1), random({D}, 0.1f), random({D, T, B}, 1), fb(D, T, B)}};
-    c.bf16.push_back(random_bf16_weight({DK, H, D}, 2, 1 / std::sqrt(float(D))));
+    c.bf16.push_back(random_bf16_panels({DK, H, D}, 2, 1 / std::sqrt(float(D))));
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = int8::bf16_weight_to_ref(c.bf16[0], 2), bias = ref::to_ref(c.f[1]);
+    const auto w = bf16_panels_to_ref(c.bf16[0], {DK, H, D}, 2), bias = ref::to_ref(c.f[1]);
     for (auto [t, b] : sample_rows(T, B)) {
       const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
       compare_row3(c.f[3], ref::add(row3(c.f[2], t, b), ref::bf16_linear(a, w, bias)), t, b, m);
@@ -77,12 +79,12 @@ problem ffn(shape_args& s, ref::activation act) {
   p.activations = {"x", "residual", "out"};
   p.make = [=] {
     call_set c{{random({D, T, B}, 1), random({D, T, B}, 1), random({F}, 0.1f), random({D}, 0.1f), fb(D, T, B)}};
-    c.bf16 = {random_bf16_weight({D, F}, 1, 1 / std::sqrt(float(D))),
-              random_bf16_weight({F, D}, 1, 1 / std::sqrt(float(F)))};
+    c.bf16 = {random_bf16_panels({D, F}, 1, 1 / std::sqrt(float(D))),
+              random_bf16_panels({F, D}, 1, 1 / std::sqrt(float(F)))};
     return c;
   };
   p.verify = [=](call_set& c, error_meter& m) {
-    const auto w1 = int8::bf16_weight_to_ref(c.bf16[0], 1), w2 = int8::bf16_weight_to_ref(c.bf16[1], 1);
+    const auto w1 = bf16_panels_to_ref(c.bf16[0], {D, F}, 1), w2 = bf16_panels_to_ref(c.bf16[1], {F, D}, 1);
     const auto b1 = ref::to_ref(c.f[2]), b2 = ref::to_ref(c.f[3]);
     for (auto [t, b] : sample_rows(T, B)) {
       const auto want = ref::bf16_ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, act);

@@ -25,13 +25,9 @@ ref::tensor int8_panels_to_ref(const i8b& packed, const std::vector<int>& dims, 
 }
 // A random int8 GEMM weight of logical extents `dims`, stored in panels as the kernels take it.
 i8b random_int8_panels(const std::vector<int>& dims, int inputs) {
-  return dsl::panels::pack<i8b>(random_int8_weight(dims, inputs), inputs);
+  return dsl::panels::pack<i8b>(random_int8_weight(dims), inputs);
 }
 } // namespace
-ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims) {
-  return ref::dot_weight_to_ref(w, row_dims, [](uint16_t v) { return double(ref::bf16_value(v)); });
-}
-
 // int8 weights (d_model, vocab) with one step per entry, as the loader quantizes
 // them: steps near 1 / (127 sqrt(d_model)) keep the logits O(1).
 problem logits(shape_args& s) {

@@ -15,10 +15,6 @@ problem out_projection(shape_args& s);
 problem ffn(shape_args& s, ref::activation act);
 problem embedding(shape_args& s);
 
-// A bfloat16 dot-product weight whose first `row_dims` dims are an output's
-// inputs as the reference's (out, in) matrix of its values.
-ref::tensor bf16_weight_to_ref(const bf16b& w, int row_dims);
-
 } // namespace halformer::problems::int8
 
 namespace halformer::problems::bf16 {

@@ -22,25 +22,22 @@ fb fill_random(fb b, float scale) {
   b.for_each_value([&](float& v) { v = n(rng); });
   return b;
 }
-// A weight in rows laid out as the runtime lays them out (halformer/weight_layout.hpp).
-fb random_weight(std::vector<int> shape, int row_dims, float scale) {
-  return fill_random(gemm_weight(shape, row_dims), scale);
-}
 } // namespace
 
 fb random(std::vector<int> shape, float scale) { return fill_random(fb(shape), scale); }
-i8b random_int8_weight(std::vector<int> shape, int row_dims) {
-  i8b b = gemm_weight<int8_t>(shape, row_dims);
+i8b random_int8_weight(std::vector<int> shape) {
+  i8b b(shape);
   std::uniform_int_distribution<int> v(-127, 127);
   b.for_each_value([&](int8_t& x) { x = int8_t(v(rng)); });
   return b;
 }
 
-bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale) {
-  const fb values = random_weight(shape, row_dims, scale);
-  bf16b b = bf16_gemm_weight(shape, row_dims);
-  b.for_each_element([&](const int* pos) { b(pos) = ref::bf16_bits(values(pos)); });
-  return b;
+bf16b random_bf16_panels(const std::vector<int>& dims, int inputs, float scale) {
+  return bf16_panels(random(dims, scale).data(), dims, inputs);
+}
+ref::tensor bf16_panels_to_ref(const bf16b& packed, const std::vector<int>& dims, int inputs) {
+  return ref::dot_weight_to_ref(dsl::panels::unpack<bf16b>(packed, dims, inputs), inputs,
+                                [](uint16_t v) { return double(ref::bf16_value(v)); });
 }
 
 fb random_panels(const std::vector<int>& dims, int inputs, float scale) {

@@ -3,7 +3,6 @@
 #include "halformer/dsl/gemm_steps.hpp"
 #include "halformer/dsl/panels.hpp"
 #include "halformer/error.hpp"
-#include "halformer/reference/bfloat16.hpp"
 #include "halformer/weight_layout.hpp"
 #include "tensor_names.hpp"
 
@@ -70,19 +69,6 @@ std::size_t model_weights::bytes() const {
 }
 
 namespace {
-// PyTorch's [out][in] rows `rows` copied into the row layout `b`
-// (halformer/weight_layout.hpp), whose first `inputs` dims hold a row: the
-// dot-product order as it is, each row starting one (padded) row stride on.
-template <class T> Halide::Runtime::Buffer<T> into_rows(Halide::Runtime::Buffer<T> b, const T* rows, int inputs) {
-  std::size_t row = 1, count = 1;
-  for (int d = 0; d < b.dimensions(); ++d)
-    (d < inputs ? row : count) *= std::size_t(b.dim(d).extent());
-  const auto stride = std::size_t(b.dim(inputs).stride());
-  for (std::size_t o = 0; o < count; ++o)
-    std::copy_n(rows + o * row, row, b.data() + o * stride);
-  return b;
-}
-
 // Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read
 // them: quantized as they are packed (quantize_rows' values without its copy).
 void add_int8_panels(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
@@ -98,19 +84,11 @@ void add_int8_panels(std::span<const float> w, const std::vector<int>& dims, int
   into[dsl::layers::step_name(name)] = steps;
 }
 
-// PyTorch [out][in] rows `w` rounded to bfloat16 (to nearest even) in the
-// dot-product layout `dims` (its first `inputs` dims index the input), under `name`.
-void add_bf16_rows(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
-                   const std::string& name) {
-  std::vector<uint16_t> bits(w.size());
-  std::transform(w.begin(), w.end(), bits.begin(), ref::bf16_bits);
-  into[name] = into_rows(bf16_gemm_weight(dims, inputs), bits.data(), inputs);
-}
-
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
 // in the dot-product layout `dims` (its first `inputs` dims index the input:
-// PyTorch's rows as they are), as the kernels take it: float32 and int8 in
-// panels (dsl/panels.hpp; int8 with its steps, add_int8_panels), bfloat16 in rows.
+// PyTorch's rows as they are), as the kernels take it: in panels
+// (dsl/panels.hpp; int8 with its steps, add_int8_panels; bfloat16 rounded to
+// nearest even, halformer/weight_layout.hpp).
 struct gemm_shape {
   std::vector<int> dims;
   int inputs; // leading dims of `dims` that index the input
@@ -122,7 +100,7 @@ void add_gemm_weight(std::span<const float> w, const gemm_shape& s, gemm_weights
     return;
   }
   if (type == gemm_weights::bfloat16) {
-    add_bf16_rows(w, s.dims, s.inputs, into, name);
+    into[name] = bf16_panels(w.data(), s.dims, s.inputs);
     return;
   }
   into[name] = dsl::panels::pack_rows<fbuffer>(w.data(), s.dims, s.inputs);
@@ -132,7 +110,7 @@ void add_gemm_weight(std::span<const float> w, const gemm_shape& s, gemm_weights
 // tensor_reader::repacked, so that one stored tensor is repacked once per layout.
 const char* layout_name(gemm_weights type) {
   return type == gemm_weights::int8       ? "int8 panels"
-         : type == gemm_weights::bfloat16 ? "bfloat16 rows"
+         : type == gemm_weights::bfloat16 ? "bfloat16 panels"
                                           : "float32 panels";
 }
 
@@ -261,8 +239,8 @@ void ffn_and_norms(const tensor_reader& r, const std::string& layer, int norms, 
 // dot-product layout of the generator's weight: a float32 table is stored in
 // panels as that weight is (dsl/kernels.hpp: embedding), and a tied one is that
 // weight's buffer, held once; int8 tables are quantized per token's row, as a
-// GEMM weight's output rows, and kept in rows (the generator's int8 weight holds
-// the same values in panels); a bfloat16 model's tables are float32 panels.
+// GEMM weight's output rows, in panels as the generator's int8 weight; a
+// bfloat16 model's tables are float32 panels.
 void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_weights type, layer_tensors& into) {
   // float32, or int8 with its steps, in panels (bfloat16 models keep float32
   // tables): a tied table is the generator's tensor in the generator's layout,
@@ -274,8 +252,8 @@ void embedding_table(tensor_reader& r, const std::string& name, int vocab, gemm_
   });
 }
 
-// The generator's weight: float32, or int8 with its steps, in panels, shared with
-// the target table where tied (embedding_table); bfloat16 in rows.
+// The generator's weight in panels (int8 with its steps), shared with the target
+// table where tied (embedding_table) unless it is bfloat16.
 void generator_weight(tensor_reader& r, gemm_weights type, layer_tensors& into) {
   const model_config& c = r.config();
   r.repacked("generator.weight", layout_name(type), into, "generator.weight", [&](layer_tensors& one) {

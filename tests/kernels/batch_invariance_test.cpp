@@ -6,6 +6,8 @@
 // on this (tests/runtime/parity_test.cpp checks it end to end at small batches).
 #include "support.hpp"
 
+#include "halformer/weight_layout.hpp"
+
 #include <functional>
 
 using test::Buffer;
@@ -48,6 +50,36 @@ TEST_CASE("decode-step GEMMs give a row the same bits alone and in any batch", "
     });
   }
 }
+
+#ifndef HALFORMER_TEST_OPENCL // bfloat16 kernels: the CPU library only
+// bfloat16 weights in panels take the float32 GEMMs' tile branches, each lane
+// summing a pair of products a step: a row's bits the same alone and in a batch
+// (emulated pairs on CPUs without AVX-512 BF16 as well).
+TEST_CASE("bfloat16 decode-step GEMMs give a row the same bits alone and in any batch", "[gemm][batch][bf16]") {
+  const auto bf16_panels = [](const Buffer<float>& logical, int inputs) {
+    std::vector<int> dims;
+    for (int d = 0; d < logical.dimensions(); ++d)
+      dims.push_back(logical.dim(d).extent());
+    return halformer::bf16_panels(logical.data(), dims, inputs);
+  };
+  for (int rows : {7, 130}) {
+    INFO(rows << " rows");
+    const int D = 97, V = 333, F = 200; // D odd: the last input pair is half padding
+    auto x = test::random({D, 1, rows});
+    auto w = bf16_panels(test::random({D, V}, 1.0f / std::sqrt(float(D))), 1);
+    auto b = test::random({V}, 0.1f);
+    check_rows_alone(x, V, [&](Buffer<float> in, Buffer<float> out) { return hf_logits_bf16(in, w, b, out); });
+    auto w1 = bf16_panels(test::random({D, F}, 1.0f / std::sqrt(float(D))), 1);
+    auto w2 = bf16_panels(test::random({F, D}, 1.0f / std::sqrt(float(F))), 1);
+    auto b1 = test::random({F}, 0.1f), b2 = test::random({D}, 0.1f);
+    check_rows_alone(x, D, [&](Buffer<float> in, Buffer<float> out) {
+      Buffer<float> residual(D, 1, in.dim(2).extent());
+      residual.fill(0.0f);
+      return hf_ffn_relu_bf16(in, residual, w1, b1, w2, b2, out);
+    });
+  }
+}
+#endif
 
 // An encoder's sentence alone or padded in a batch: the FFN's prefill rows give
 // the bits of the row alone (a decode step), whatever t, batch and widths

@@ -24,7 +24,7 @@ TEST_CASE("a bfloat16 model holds bfloat16 GEMM weights and runs the _bf16 kerne
   Model f = load("base_width", "float32"), h = load("base_width", "bfloat16");
   CHECK(h.compute_type() == "bfloat16");
   // GEMM weights: 4 bytes -> 2; embedding tables (here ~7% of the float32
-  // weights) stay float32, and a tied generator gets bfloat16 rows of its own.
+  // weights) stay float32, and a tied generator gets bfloat16 panels of its own.
   INFO("float32 " << f.weight_bytes() << " bytes, bfloat16 " << h.weight_bytes());
   CHECK(double(h.weight_bytes()) < 0.6 * double(f.weight_bytes()));
   int gemms = 0, bf16 = 0;

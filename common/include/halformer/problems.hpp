@@ -33,12 +33,14 @@ using f16b = Buffer<uint16_t>;
 extern std::mt19937 rng;
 
 fb random(std::vector<int> shape, float scale);
-// An int8 GEMM weight, uniform in [-127, 127], laid out in rows as the runtime
-// lays them out (halformer/weight_layout.hpp).
-i8b random_int8_weight(std::vector<int> shape, int row_dims);
-// A bfloat16 GEMM weight of normal values (deviation `scale`) rounded to bfloat16,
-// laid out the same way.
-bf16b random_bf16_weight(std::vector<int> shape, int row_dims, float scale);
+// An int8 GEMM weight of logical extents `shape`, uniform in [-127, 127], dense.
+i8b random_int8_weight(std::vector<int> shape);
+// A bfloat16 GEMM weight of logical extents `dims` (its first `inputs` dims index
+// the input) of normal values (deviation `scale`) rounded to bfloat16, stored in
+// panels as the runtime stores it (halformer/weight_layout.hpp); and such a
+// weight as a reference (out, in) matrix.
+bf16b random_bf16_panels(const std::vector<int>& dims, int inputs, float scale);
+ref::tensor bf16_panels_to_ref(const bf16b& packed, const std::vector<int>& dims, int inputs);
 // A float32 GEMM weight of logical extents `dims` in the dot-product order (its
 // first `inputs` dims index the input) stored in panels (dsl/panels.hpp), as the
 // runtime stores it; and such a weight as a reference (out, in) matrix (input and

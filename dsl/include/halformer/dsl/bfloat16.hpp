@@ -13,10 +13,11 @@ template <Tensor X> auto to_bfloat16(std::string name, X x) {
   return make<element<dtype::bf16>>(op::to_bfloat16{std::move(name)}, shape_t<X>{}, std::move(x));
 }
 
-// y = x . W + bias with bfloat16 weights W in the dot-product layout (a weight row
-// is one output's inputs, as quantized_linear's): x rounded to bfloat16, each
-// product of two bfloat16 values exact in float32, summed in float32 (vdpbf16ps
-// sums pairs), the bias added in float32. Shapes as quantized_linear's. Stages:
+// y = x . W + bias with bfloat16 weights W of the dot-product layout's shape (a
+// weight row is one output's inputs, as quantized_linear's), stored in panels
+// (panel_input) or as they are: x rounded to bfloat16, each product of two
+// bfloat16 values exact in float32, summed in float32 (vdpbf16ps sums pairs),
+// the bias added in float32. Shapes as quantized_linear's. Stages:
 // <name> (the float32 sums), <name>_biased; rounding x here adds <name>_x.
 template <Tensor X, Tensor W, Tensor Bias, class Out> auto bf16_linear(std::string name, X x, W w, Bias bias, Out out) {
   if constexpr (dtype_v<X> == dtype::f32) {

@@ -62,11 +62,12 @@ constexpr auto make(Op o, Shape, Args... a) {
 template <class S, dtype D = dtype::f32> auto input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D}, s);
 }
-// A GEMM weight (int8 by default, or float32) of logical shape (inputs...,
-// outputs...), its first `inputs` dims indexing the input, stored in panels
-// (panels.hpp): the buffer has two dims more than the shape.
+// A GEMM weight (int8 by default, bfloat16 or float32) of logical shape
+// (inputs..., outputs...), its first `inputs` dims indexing the input, stored in
+// panels (panels.hpp): the buffer has two dims more than the shape.
 template <class S, dtype D = dtype::i8> auto panel_input(std::string name, S s, int inputs, element<D> = {}) {
-  static_assert(D == dtype::i8 || D == dtype::f32, "halformer::dsl::panel_input: panels hold int8 or float32 weights");
+  static_assert(D == dtype::i8 || D == dtype::bf16 || D == dtype::f32,
+                "halformer::dsl::panel_input: panels hold int8, bfloat16 or float32 weights");
   return make<element<D>>(op::input{std::move(name), D, inputs}, s);
 }
 template <dtype D = dtype::f32> auto param(std::string name, element<D> = {}) {

@@ -1,7 +1,9 @@
-// The bfloat16 kernels: the float kernels' GEMMs with bfloat16 weights in the
-// dot-product layout (a weight row is one output's inputs, PyTorch's [out][in] as
-// it is, as the int8 kernels'), the inputs rounded to bfloat16 once per kernel,
-// products summed in float32 (dsl::bf16_linear: vdpbf16ps on AVX-512 BF16), bias,
+// The bfloat16 kernels: the float kernels' GEMMs with bfloat16 weights, their
+// logical shape the dot-product layout (a weight row is one output's inputs,
+// PyTorch's [out][in] as it is, as the int8 kernels'), stored in panels of 16
+// outputs (panels.hpp, panel_input: a 64-byte line holds 2 inputs of each), the
+// inputs rounded to bfloat16 once per kernel, products summed in float32
+// (dsl::bf16_linear: a vdpbf16ps per panel and row on AVX-512 BF16), bias,
 // activation and residual in float32. LayerNorm, softmax, attention and the
 // embedding stay float32. CPU kernels only (no GPU bfloat16 schedules). Part of
 // kernels.hpp's registry.
@@ -17,7 +19,7 @@ struct logits_bf16 {
   static constexpr std::string_view name = "logits_bf16", schedule = "logits_bf16";
   static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("w", shape(d_model, vocab), bf16)) w = input("w", shape(d_model, vocab), bf16);
+  decltype(panel_input("w", shape(d_model, vocab), 1, bf16)) w = panel_input("w", shape(d_model, vocab), 1, bf16);
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 
   auto inputs() const { return hana::make_tuple(x, w, b); }
@@ -30,7 +32,7 @@ struct head_projection_bf16 {
   static constexpr std::string_view schedule = "head_projection_bf16";
   static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string& n) { return input(n, shape(d_model, d_k, heads), bf16); }
+  static auto weight(const std::string& n) { return panel_input(n, shape(d_model, d_k, heads), 1, bf16); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
   // which: "q", "k" or "v"; inputs "w_<which>", "b_<which>"; stage "<which>_proj".
@@ -63,7 +65,8 @@ struct out_projection_bf16 {
   static constexpr std::string_view name = "out_projection_bf16", schedule = "out_projection_bf16";
   static constexpr bool cpu_only = true;
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
-  decltype(input("w", shape(d_k, heads, d_model), bf16)) w = input("w", shape(d_k, heads, d_model), bf16);
+  decltype(panel_input("w", shape(d_k, heads, d_model), 2, bf16)) w =
+      panel_input("w", shape(d_k, heads, d_model), 2, bf16);
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
 
@@ -81,9 +84,9 @@ struct ffn_bf16 {
   static constexpr bool cpu_only = true;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-  decltype(input("w1", shape(d_model, d_ff), bf16)) w1 = input("w1", shape(d_model, d_ff), bf16);
+  decltype(panel_input("w1", shape(d_model, d_ff), 1, bf16)) w1 = panel_input("w1", shape(d_model, d_ff), 1, bf16);
   decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
-  decltype(input("w2", shape(d_ff, d_model), bf16)) w2 = input("w2", shape(d_ff, d_model), bf16);
+  decltype(panel_input("w2", shape(d_ff, d_model), 1, bf16)) w2 = panel_input("w2", shape(d_ff, d_model), 1, bf16);
   decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
 
   auto algorithm(op::activation act) const {

@@ -34,8 +34,9 @@ template <class Buffer> void lowering::bind_buffer(const argument& leaf, Buffer&
 // constrained when lowering starts (constrain_panels).
 template <class Buffer> void lowering::bind_panels(const argument& leaf, Buffer& buf) {
   const std::size_t inputs = std::size_t(leaf.panel_inputs);
-  if ((leaf.type != dtype::i8 && leaf.type != dtype::f32) || inputs >= leaf.dims.size())
-    throw std::logic_error("bind " + leaf.name + ": panels hold int8 or float32 weights with input and output dims");
+  if ((leaf.type != dtype::i8 && leaf.type != dtype::bf16 && leaf.type != dtype::f32) || inputs >= leaf.dims.size())
+    throw std::logic_error("bind " + leaf.name +
+                           ": panels hold int8, bfloat16 or float32 weights with input and output dims");
   const int group = panels::group_inputs(dtype_bytes(leaf.type));
   panel_input p{Halide::Func(buf), leaf.dims, int(inputs), group};
   // Groups of one input store the first input dim whole: its extent, where no

@@ -1,4 +1,4 @@
-// Contractions against weights in panels (dsl/panels.hpp), float32 or int8.
+// Contractions against weights in panels (dsl/panels.hpp): float32, bfloat16 or int8.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -15,13 +15,17 @@ namespace halformer::dsl {
 // member, group, the other input dims):
 // - float32 (groups of one input): float32 products summed in order, one input
 //   per step broadcast against the panel's 16 weights;
+// - bfloat16 (groups of two inputs): each pair's two products (exact in
+//   float32) summed into the lane's float32 sum (vdpbf16ps), one input pair
+//   per step broadcast against the panel's 16 weight pairs;
 // - int8 quads (int8_quads): the weight's bytes with their sign bit flipped
 //   (w + 128, unsigned) times the input's, 4 per lane (vpdpbusd), from -128 x
 //   the input row's sum, as build_dot_product_contract's quads;
 // - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
 //   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
 //   the end: the panel's lanes never cross.
-// int8 inputs past the first input dim's end read zeros (the last group's padding).
+// bfloat16 and int8 inputs past the first input dim's end read zeros (the last
+// group's padding).
 inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
                                            const lowered* bias) {
   using Halide::Expr;
@@ -33,10 +37,12 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   for (const auto& d : r.dims)
     if (d != out0)
       rest.push_back(d);
-  const bool floats = w.group == 1, quads = !floats && int8_quads;
+  const bool floats = w.group == 1, bf16 = w.group == panels::group_inputs(2), quads = !floats && !bf16 && int8_quads;
   if (bias && !floats)
-    throw std::logic_error(o.name + ": an int8 contraction takes its bias after dequantizing (quantized_linear)");
-  const int members = floats || quads ? w.group : 2;
+    throw std::logic_error(o.name + ": a bfloat16 or int8 contraction takes its bias after its sums (bf16_linear, "
+                                    "quantized_linear)");
+  const bool whole_groups = floats || bf16 || quads; // a step of the reduction is one group
+  const int members = whole_groups ? w.group : 2;
   Halide::Region ranges{{0, members}, {0, (extent(inputs[0]) + w.group - 1) / w.group}};
   for (std::size_t i = 1; i < inputs.size(); ++i)
     ranges.emplace_back(0, extent(inputs[i]));
@@ -44,7 +50,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   rdoms_[o.name] = rd;
   const Halide::Var lane("lane"), panel("panel"), pair("pair");
   // The stored weight and the input at the reduction's position (and pair).
-  const Expr member = floats || quads ? Expr(rd[0]) : 2 * pair + rd[0];
+  const Expr member = whole_groups ? Expr(rd[0]) : 2 * pair + rd[0];
   std::vector<Expr> at_w{member, lane, rd[1]}, rows;
   std::map<std::string, Expr> at_x{{inputs[0], w.group * rd[1] + member}};
   for (std::size_t i = 1; i < inputs.size(); ++i)
@@ -61,7 +67,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   Halide::Region bounds; // the first input dim's padding reads zeros
   for (const auto& d : x.dims)
     bounds.push_back(d == inputs[0] ? Halide::Range(0, extent(d)) : Halide::Range());
-  const lowered source = floats || quads ? x : int8_as_int16(x);
+  const lowered source = whole_groups ? x : int8_as_int16(x);
   const lowered padded{
       floats ? source.f
              : Halide::BoundaryConditions::constant_exterior(source.f, Halide::cast(source.f.type(), 0), bounds),
@@ -81,6 +87,9 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     }
     sums(lanes) = start;
     sums(lanes) += xv * wv;
+  } else if (bf16) {
+    sums(lanes) = 0.0f;
+    sums(lanes) += Halide::cast<float>(xv) * Halide::cast<float>(wv);
   } else if (quads) {
     sums(lanes) = -128 * call(int8_row_sums(x, inputs));
     sums(lanes) += Halide::cast<int32_t>(

@@ -109,16 +109,14 @@ inline const std::map<std::string, section_info>& sections(family f) {
        {cpu::panel_knobs(), revisions::cpu_panels, projections<cpu::dot_product_head_projection<cpu::int8_inputs>>}},
       {"out_projection_int8",
        {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_out_projection<cpu::int8_inputs>>}},
-      {"ffn_int8", {cpu::int8_ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::int8_inputs>>}},
-      // bfloat16: dot-product tiles (cpu/quantized.hpp); the CPU library only.
-      {"logits_bf16",
-       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_logits<cpu::bf16_inputs>>}},
+      {"ffn_int8", {cpu::ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::int8_inputs>>}},
+      // bfloat16: the CPU library only.
+      {"logits_bf16", {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_logits<cpu::bf16_inputs>>}},
       {"head_projection_bf16",
-       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized,
-        projections<cpu::dot_product_head_projection<cpu::bf16_inputs>>}},
+       {cpu::panel_knobs(), revisions::cpu_panels, projections<cpu::dot_product_head_projection<cpu::bf16_inputs>>}},
       {"out_projection_bf16",
-       {cpu::bf16_gemm_knobs(), revisions::cpu_quantized, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
-      {"ffn_bf16", {cpu::bf16_ffn_knobs(), revisions::cpu_quantized, one<cpu::dot_product_ffn<cpu::bf16_inputs>>}},
+       {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
+      {"ffn_bf16", {cpu::ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::bf16_inputs>>}},
       {"greedy_pick", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
       {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
   static const std::map<std::string, section_info> gpu_sections{

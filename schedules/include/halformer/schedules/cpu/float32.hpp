@@ -29,6 +29,4 @@ struct float32_inputs {
   static void prepare(const dsl::lowering&, const std::string&, const Halide::Target&) {}
 };
 
-inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(panel_knobs()); }
-
 } // namespace halformer::schedules::cpu

@@ -9,6 +9,9 @@
 // - floats: one FMA per (panel, row) and vector of the panel (2 ymm, 1 zmm);
 //   AVX2 (16 ymm): 1 panel x 6 rows = 12 accumulators + 2 weights + 1
 //   broadcast; AVX-512 (32 zmm): 2 panels x 8 rows = 16 + 2 + 1, or 4 x 6.
+// - bfloat16 pairs: one vdpbf16ps (avx512_vnni, Halide's avx512_zen4) per
+//   (panel, row), each lane's float32 sum taking two inputs' products a step,
+//   broadcast as one 32-bit pair: the quads' register budget;
 // - quads (avx512_vnni): one vpdpbusd per (panel, row), a zmm accumulator each;
 //   AVX-512 (32 zmm): 2 panels x 8 rows = 16 accumulators + 2 weights + 1
 //   broadcast. Zen 5, one thread, out projection (512 x 512) at batch 8, weights
@@ -78,13 +81,17 @@ inline std::vector<knob_decl> panel_knobs() {
   };
 }
 
-// How a panel GEMM sums (dsl::lowering::build_panel_contract): float32 products,
-// int8 byte quads or int8 int16 pairs.
-enum class panel_sums_kind { floats, quads, pairs };
+// How a panel GEMM sums (dsl::lowering::build_panel_contract): float32
+// products, bfloat16 pairs (float32 sums of groups of two), int8 byte quads or
+// int8 int16 pairs.
+enum class panel_sums_kind { floats, bf16_pairs, quads, pairs };
 inline panel_sums_kind panel_sums_of(const dsl::lowering& ctx, const std::string& name) {
   if (ctx.has_stage(name + "_pairs"))
     return panel_sums_kind::pairs;
-  return ctx.stage(name + "_panels").type().is_float() ? panel_sums_kind::floats : panel_sums_kind::quads;
+  if (!ctx.stage(name + "_panels").type().is_float())
+    return panel_sums_kind::quads;
+  const Halide::Expr group = ctx.rdom(name)[0].extent(); // the reduction's members: a group's inputs
+  return Halide::Internal::is_const(group, 1) ? panel_sums_kind::floats : panel_sums_kind::bf16_pairs;
 }
 
 // Vector registers one panel's 16 lanes of one row take: 32-bit sums, twice for pairs.
@@ -141,9 +148,9 @@ inline int panel_pass_lanes(int panels, int rows, const Halide::Target& target, 
 // flight: a wider tile issues more per reduction step (Zen 4, 2 threads, harness
 // medians of 7 interleaved rounds, 2 -> 4 panels: logits at batch 1 2.30 ->
 // 2.03 ms, out projection 0.039 -> 0.034; at batch 8 the 2 x 8 tile stays
-// faster, 0.054 against 0.064). Each weight vector feeds one product, so float
-// and quad weights are memory operands of their FMA or vpdpbusd and take no
-// register; pairs widen theirs into registers first.
+// faster, 0.054 against 0.064). Each weight vector feeds one product, so float,
+// bfloat16 and quad weights are memory operands of their FMA, vdpbf16ps or
+// vpdpbusd and take no register; pairs widen theirs into registers first.
 inline int panel_widest_row_tile(int panels, const Halide::Target& target, panel_sums_kind kind) {
   const int v = panel_registers(target, kind), weights = kind == panel_sums_kind::pairs ? v : 0;
   for (int wide = dsl::panels::panel_group; wide > panels; wide /= 2)
@@ -312,7 +319,7 @@ inline void panel_sums(const dsl::lowering& ctx, const gemm_stage& g, const std:
       passes.insert(passes.end() - 1, pass);
     }
     update.reorder(passes);
-    if (kind != panel_sums_kind::floats) // a float group is one input: nothing to sum across
+    if (kind != panel_sums_kind::floats) // a float group is one input; others sum their products per lane
       update.atomic().vectorize(r[0]);
     update.vectorize(lane).unroll(panel).unroll(rows);
     if (kind == panel_sums_kind::pairs)
