@@ -38,24 +38,6 @@ int tuned_sets(const nlohmann::json& j) {
   return n;
 }
 
-// The knob sections whose schedule revision differs from the one a tuned knob
-// file was written for (every section if it names none: written before files did).
-std::vector<std::string> stale_sections(const std::string& path, const std::map<std::string, int>& revisions) {
-  std::map<std::string, int> written;
-  try {
-    const auto j = nlohmann::json::parse(read_text(path));
-    if (j.contains("_source") && j["_source"].contains("revisions"))
-      written = j["_source"]["revisions"].get<std::map<std::string, int>>();
-  } catch (const std::exception&) { // not JSON: use_file says so
-    return {};
-  }
-  std::vector<std::string> stale;
-  for (const auto& [section, revision] : revisions)
-    if (!written.count(section) || written.at(section) != revision)
-      stale.push_back(section);
-  return stale;
-}
-
 std::string measured_on(const nlohmann::json& j) {
   return j.contains("_source") ? "measured on " + j["_source"].value("hardware", std::string("?")) : "no tuned records";
 }
@@ -100,8 +82,7 @@ int main(int argc, char** argv) {
       std::printf("schedules: %s was written for other schedule revisions (%s%s): not used\n", own.c_str(),
                   stale.front().c_str(), stale.size() > 1 ? " and more" : "");
     }
-    const auto r = export_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat.revisions,
-                                cat.bucket_plans(), cat.algorithm_knobs, cat.knob_phases);
+    const auto r = export_catalog_knobs(defaults, database(db_dir), hw, preset("transformer-base"), out, cat);
     if (!r.retired.empty())
       std::printf("schedules: warning: this hardware's tuned records of %s were measured with earlier revisions of "
                   "their schedules (their source files have changed since), so the build runs their hand defaults; "

@@ -60,6 +60,18 @@ struct catalog {
   static catalog from_json_files(const std::string& kernels_json, const std::string& spaces_json);
 };
 
+// The knob sections whose schedule revision differs from the one the tuned knob
+// file `path` was written for (every section if it names none: written before
+// files did; none if it is not JSON). A stale file may hold knobs a changed
+// schedule no longer declares.
+std::vector<std::string> stale_sections(const std::string& path, const std::map<std::string, int>& revisions);
+
+// export_knobs with the catalog's revisions, bucket plans, algorithm knobs and
+// knob phases: the knob file the build would take from `base` and this
+// hardware's records in `db` at `shapes`.
+export_report export_catalog_knobs(const std::string& base, const database& db, const hardware& hw,
+                                   const std::vector<preset_entry>& shapes, const std::string& out, const catalog& cat);
+
 struct tune_options {
   std::string shape;          // canonical
   std::string isa = "avx512"; // avx512 | avx2 | sse41 | opencl (the GPU schedules, on the OpenCL device)

@@ -102,14 +102,22 @@ std::vector<tuner::preset_entry> tune_jobs(const tune_request& r, const std::str
 }
 
 // Writes this hardware's knob file from the database at the tuned shapes, over
-// its previous knob file (tunes accumulate) or the hand defaults.
+// its previous knob file (tunes accumulate) or the hand defaults. A previous file
+// written for other schedule revisions is first rewritten as the build would
+// choose without it (the hand defaults and the database's current records at the
+// preset's shapes): a changed schedule may declare other knobs than it holds.
 void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entry>& jobs, const tuner::toolchain& tools,
                      const tuner::catalog& cat, const tuner::database& db, const tuner::hardware& hw) {
   const std::string out =
       r.knob_file.empty() ? std::string(build_info::tuned_knob_dir) + "/" + hw.slug() + ".json" : r.knob_file;
+  if (std::filesystem::exists(out) && !tuner::stale_sections(out, cat.revisions).empty()) {
+    tuner::export_catalog_knobs(tools.knob_file, db, hw, tuner::preset("transformer-base"), out, cat);
+    fmt::print("knob file {} was written for other schedule revisions: rewritten from the hand defaults and the "
+               "current records first\n",
+               out);
+  }
   const std::string base = std::filesystem::exists(out) ? out : tools.knob_file;
-  const auto report =
-      tuner::export_knobs(base, db, hw, jobs, out, cat.revisions, cat.bucket_plans(), cat.algorithm_knobs);
+  const auto report = tuner::export_catalog_knobs(base, db, hw, jobs, out, cat);
   fmt::print("knob file {}: {} knob sets tuned at these shapes (over {}).\n", out, report.tuned.size(), base);
   for (const auto& a : report.algorithms)
     fmt::print("algorithm knobs {} (measured in every bucket that has records)\n", a);

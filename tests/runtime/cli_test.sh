@@ -105,5 +105,22 @@ sys.exit(0 if any(w.startswith('tuned on this machine at') and want in w and 'ba
          else 'no decode set tuned at the model shape: %s' % why)" || fail "tune --model knob file"
 expect_error "Directory does not exist" "$bin" tune --model /nonexistent --db "$tmp/db"
 rm -rf "$tmp"
+# A knob file written for other schedule revisions is not the base a tune writes
+# over: a changed schedule may no longer declare its knobs (the bfloat16 GEMMs'
+# dot-product knobs, carried over from a stale file, once broke the next build).
+tmp=$(mktemp -d)
+/usr/bin/python3 - "$(dirname "$bin")/../share/halformer/knobs.json" "$tmp/knobs.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["logits_bf16"]["avx512"]["dot_outputs"] = 4  # a knob no schedule declares now
+j["_source"] = {"hardware": "this one", "revisions": {}}  # written for other revisions
+json.dump(j, open(sys.argv[2], "w"))
+PY
+"$bin" tune --kernel layernorm --shape d_model=64,t=1,batch=3 --trials 1 --finalists 0 --confirm-rounds 0 \
+  --samples 2 --min-ms 1 --budget 5m --db "$tmp/db" --knob-file "$tmp/knobs.json" >"$tmp/log" 2>&1 ||
+  fail "tune over a stale knob file: $(tail -3 "$tmp/log")"
+grep -q "was written for other schedule revisions: rewritten" "$tmp/log" || fail "stale knob file: $(cat "$tmp/log")"
+grep -q dot_outputs "$tmp/knobs.json" && fail "the tune kept a stale knob file's knobs"
+rm -rf "$tmp"
 echo "cli tests: $failures failures"
 exit $((failures != 0))
