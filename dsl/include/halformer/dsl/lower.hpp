@@ -312,6 +312,8 @@ private:
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
   void build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
                             const lowered* bias = nullptr);
+  Halide::Expr panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
+                          const Halide::Var& lane);
   lowered int8_as_int16(const lowered& l);
   lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
   std::string stage_name_of(const lowered& l) const;

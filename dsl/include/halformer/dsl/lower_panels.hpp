@@ -24,6 +24,17 @@ namespace halformer::dsl {
 // - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
 //   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
 //   the end: the panel's lanes never cross.
+// The bias of each lane's output (out0 = 16 x panel + lane), zero in the last
+// panel's padding: the float32 sums' start.
+inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
+                                         const Halide::Var& lane) {
+  Halide::Region inside;
+  for (const auto& d : bias.dims)
+    inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
+  const lowered padded{Halide::BoundaryConditions::constant_exterior(bias.f, 0.0f, inside), bias.dims};
+  return call(padded, {{out0, panels::lanes * panel + lane}});
+}
+
 // bfloat16 and int8 inputs past the first input dim's end read zeros (the last
 // group's padding).
 inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
@@ -77,15 +88,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   lanes.insert(lanes.end(), rows.begin(), rows.end());
   Halide::Func sums = new_stage(o.name + "_panels");
   if (floats) {
-    Expr start = 0.0f;
-    if (bias) {
-      Halide::Region inside;
-      for (const auto& d : bias->dims)
-        inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
-      const lowered padded_bias{Halide::BoundaryConditions::constant_exterior(bias->f, 0.0f, inside), bias->dims};
-      start = call(padded_bias, {{out0, panels::lanes * panel + lane}});
-    }
-    sums(lanes) = start;
+    sums(lanes) = bias ? panel_bias(*bias, out0, panel, lane) : Expr(0.0f);
     sums(lanes) += xv * wv;
   } else if (bf16) {
     sums(lanes) = 0.0f;

@@ -14,6 +14,7 @@
 
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/lanes.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -190,9 +191,7 @@ inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec
 // says why).
 inline Halide::Expr task_heads(const dsl::lowering& ctx, int most) {
   using namespace Halide;
-  const Expr cores = clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1,
-                           256); // a positive divisor whatever the runtime returns
-  return clamp(ctx.extent("heads") * ctx.extent("batch") / cores, 1, most);
+  return clamp(ctx.extent("heads") * ctx.extent("batch") / host_cores(), 1, most);
 }
 
 inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,

@@ -11,6 +11,13 @@ namespace halformer::schedules::cpu {
 // are computed.
 inline Halide::Var row_in_task() { return Halide::Var("rt"); }
 
+// The host's cores, from Halide's runtime when a loop starts (halformer's
+// thread pool reads them once): a positive divisor whatever the runtime returns.
+inline Halide::Expr host_cores() {
+  using namespace Halide;
+  return clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1, 256);
+}
+
 // `s`'s rows (t, batch) fused and split into parallel tasks of `rows` rows, the
 // rows of a task in row_in_task(). A task of fewer rows (the last, or every
 // task of a call with fewer rows) runs the guarded copy of the loops inside.

@@ -34,6 +34,7 @@
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/lanes.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
 #include <algorithm>
@@ -206,10 +207,8 @@ inline Halide::Expr panel_output_bytes(const Halide::RDom& r) {
 // their heads' split failed the output's bounds check (Halide 21).
 inline Halide::Expr decode_task_bytes(const gemm_stage& g, const Halide::RDom& r, const knob_values& k) {
   using namespace Halide;
-  const Expr cores = clamp(Internal::Call::make(Int(32), "halide_host_cpu_count", {}, Internal::Call::PureExtern), 1,
-                           256);                           // a positive divisor whatever the runtime returns
   const Expr weights = g.o_extent * panel_output_bytes(r); // one GEMM of weights; head projections never come here
-  return clamp(weights / cores, 1, k["decode_task_kib"] * 1024);
+  return clamp(weights / host_cores(), 1, k["decode_task_kib"] * 1024);
 }
 
 struct panel_tile {

@@ -68,10 +68,18 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 }
 
 // The inputs of the int8 GEMMs: quantized (dsl::quantize_rows: stages <name>,
-// <name>_step and <name>_step_max), the steps in tasks of 16 rows with the row
-// maximum in lanes along its innermost feature (max is exact in any order), then
-// the int8 values (rows_at_root; stored as int16 without quads) and, for the
-// quads, each row's sum. Zen 5, 2 threads, batch 8, harness medians of 5
+// <name>_step and <name>_step_max), the steps in tasks of 16 rows, each row's
+// maximum in lanes along its innermost feature (max is exact in any order)
+// computed in the step's loop (its own loop at root cost two more loops a
+// call: Zen 4, 2 threads, q_projection_int8 at batch 8, harness medians of 11
+// interleaved rounds, 11.0 -> 10.8 us), then the int8 values (rows_at_root;
+// stored as int16 without quads) and, for the quads, each row's sum. Why not
+// fewer loops: the steps and values have consumers outside each other's loops
+// (the GEMM's epilogue, its sums), and Halide computes a Func inside one
+// consumer's loop only; per-task copies of the steps and sums in the GEMM's
+// tasks (clone_in) were 45% slower at batch 8 (15.8 us). A batch of 8 in two
+// tasks of 4 was slower too (each two-task loop ~0.2 us of dispatch, more than
+// the half of its ~0.4 us of work it saves). Zen 5, 2 threads, batch 8, harness medians of 5
 // interleaved rounds, before -> after cpu/lanes.hpp and the partitioned loops:
 // q_projection_int8 8.1 -> 7.5 us and 10.7 -> 10.2 (a slower hour), out 10.2 ->
 // 9.4, ffn_relu_int8 46.7 -> 42.2 and 50.4 -> 47.4.
@@ -84,10 +92,11 @@ struct int8_inputs {
   }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     const int vec = target.natural_vector_size<int32_t>();
-    Halide::Func step = ctx.stage(name + "_step");
+    Halide::Func step = ctx.stage(name + "_step"), step_max = ctx.stage(name + "_step_max");
     step.compute_root();
-    in_row_tasks(step, input_rows_per_task).vectorize(row_in_task(), vec, Halide::TailStrategy::GuardWithIf);
-    row_reduction_in_lanes(ctx.stage(name + "_step_max"), ctx.rdom(name + "_step"), vec);
+    in_row_tasks(step, input_rows_per_task);
+    step_max.compute_at(step, row_in_task());
+    reduction_in_lanes(step_max, ctx.rdom(name + "_step"), vec, 1).compute_at(step, row_in_task());
     if (!ctx.int8_quads) {
       rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
       return;
