@@ -314,6 +314,7 @@ private:
                             const lowered* bias = nullptr);
   Halide::Expr panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
                           const Halide::Var& lane);
+  lowered zero_padded(const lowered& l, const std::string& dim);
   lowered int8_as_int16(const lowered& l);
   lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
   std::string stage_name_of(const lowered& l) const;

@@ -5,6 +5,39 @@
 
 namespace halformer::dsl {
 
+// `l` read past the end of `dim` as zeros: the last group's padding. A stage of
+// its own, <name>_padded, shared by the GEMMs of one input (q, k and v), so that
+// a schedule can store the padding once (the GEMMs then read it as they read
+// any stage, with no bounds test in their loops; inlined, the test split off a
+// last reduction step per tile whose loads were gathers). `l` no stage (an
+// input): the boundary wrapper alone.
+inline lowered lowering::zero_padded(const lowered& l, const std::string& dim) {
+  Halide::Region bounds;
+  for (const auto& d : l.dims)
+    bounds.push_back(d == dim ? Halide::Range(0, extent(d)) : Halide::Range());
+  const Halide::Func wrapper = Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds);
+  const std::string stage = stage_name_of(l);
+  if (stage.empty())
+    return {wrapper, l.dims};
+  const std::string name = stage + "_padded";
+  if (auto s = stages_.find(name); s != stages_.end())
+    return {s->second.f, l.dims};
+  Halide::Func padded = new_stage(name);
+  padded(vars(l)) = wrapper(vars(l));
+  return {padded, l.dims};
+}
+
+// The bias of each lane's output (out0 = 16 x panel + lane), zero in the last
+// panel's padding: the float32 sums' start.
+inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
+                                         const Halide::Var& lane) {
+  Halide::Region inside;
+  for (const auto& d : bias.dims)
+    inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
+  const lowered padded{Halide::BoundaryConditions::constant_exterior(bias.f, 0.0f, inside), bias.dims};
+  return call(padded, {{out0, panels::lanes * panel + lane}});
+}
+
 // A contraction against a weight in panels (panels.hpp): stage <name>_panels
 // (lane, panel, the result's other dims) holds the sums of each panel's 16
 // outputs, <name> reads them back by output (o % 16, o / 16). A float32 bias is
@@ -24,17 +57,6 @@ namespace halformer::dsl {
 // - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
 //   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
 //   the end: the panel's lanes never cross.
-// The bias of each lane's output (out0 = 16 x panel + lane), zero in the last
-// panel's padding: the float32 sums' start.
-inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
-                                         const Halide::Var& lane) {
-  Halide::Region inside;
-  for (const auto& d : bias.dims)
-    inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
-  const lowered padded{Halide::BoundaryConditions::constant_exterior(bias.f, 0.0f, inside), bias.dims};
-  return call(padded, {{out0, panels::lanes * panel + lane}});
-}
-
 // bfloat16 and int8 inputs past the first input dim's end read zeros (the last
 // group's padding).
 inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
@@ -75,14 +97,8 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     at_w.push_back(var(w.dims[d]));
   for (const auto& d : rest)
     rows.push_back(var(d));
-  Halide::Region bounds; // the first input dim's padding reads zeros
-  for (const auto& d : x.dims)
-    bounds.push_back(d == inputs[0] ? Halide::Range(0, extent(d)) : Halide::Range());
   const lowered source = whole_groups ? x : int8_as_int16(x);
-  const lowered padded{
-      floats ? source.f
-             : Halide::BoundaryConditions::constant_exterior(source.f, Halide::cast(source.f.type(), 0), bounds),
-      x.dims};
+  const lowered padded = floats ? source : zero_padded(source, inputs[0]);
   const Expr xv = call(padded, at_x), wv = w.stored(at_w);
   std::vector<Expr> lanes{lane, panel};
   lanes.insert(lanes.end(), rows.begin(), rows.end());
@@ -94,7 +110,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     sums(lanes) = 0.0f;
     sums(lanes) += Halide::cast<float>(xv) * Halide::cast<float>(wv);
   } else if (quads) {
-    sums(lanes) = -128 * call(int8_row_sums(x, inputs));
+    sums(lanes) = -128 * call(int8_row_sums(padded, inputs));
     sums(lanes) += Halide::cast<int32_t>(
         Halide::widening_mul(Halide::reinterpret(Halide::UInt(8), wv) ^ Halide::cast<uint8_t>(0x80), xv));
   } else {

@@ -72,8 +72,16 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // maximum in lanes along its innermost feature (max is exact in any order)
 // computed in the step's loop (its own loop at root cost two more loops a
 // call: Zen 4, 2 threads, q_projection_int8 at batch 8, harness medians of 11
-// interleaved rounds, 11.0 -> 10.8 us), then the int8 values (rows_at_root;
-// stored as int16 without quads) and, for the quads, each row's sum. Why not
+// interleaved rounds, 11.0 -> 10.8 us), then the int8 values with their
+// padding to whole groups (zero_padded: rows_at_root; stored as int16 without
+// quads) and, for the quads, each row's sum. With the padding stored, the
+// GEMM's tiles have no bounds-tested last step, whose code (a gather per row)
+// took a quarter of a tile's time with hot weights (Zen 4, 2 threads, harness
+// medians of 5-9 interleaved rounds, inlined -> stored, at batch 8:
+// q_projection_int8 14.2 -> 13.2 us, qkv 44.9 -> 41.6, out 14.8 -> 14.0,
+// logits 0.646 -> 0.574 ms, ffn_relu_int8 within the noise (106 -> 108 us);
+// at batch 32 q 47.7 -> 42.2 us, ffn 292 -> 270; prefill q of 128 rows 118 ->
+// 108). Why not
 // fewer loops: the steps and values have consumers outside each other's loops
 // (the GEMM's epilogue, its sums), and Halide computes a Func inside one
 // consumer's loop only; per-task copies of the steps and sums in the GEMM's
@@ -97,16 +105,21 @@ struct int8_inputs {
     in_row_tasks(step, input_rows_per_task);
     step_max.compute_at(step, row_in_task());
     reduction_in_lanes(step_max, ctx.rdom(name + "_step"), vec, 1).compute_at(step, row_in_task());
-    if (!ctx.int8_quads) {
-      rows_at_root(ctx.stage(name + "_i16"), target); // the int8 values inline: their int16 copy (lower_quantize.hpp)
+    if (!ctx.int8_quads) { // the int8 values inline: their int16 copy, zero-padded (lower_quantize.hpp)
+      rows_at_root(ctx.stage(name + "_i16_padded"), target);
       return;
     }
-    rows_at_root(ctx.stage(name), target);
+    rows_at_root(ctx.stage(name + "_padded"), target);
     // Each row's sum, for the quads' correction (lower_quantize.hpp).
-    row_reduction_in_lanes(ctx.stage(name + "_sum"), ctx.rdom(name + "_sum"), vec);
+    row_reduction_in_lanes(ctx.stage(name + "_padded_sum"), ctx.rdom(name + "_padded_sum"), vec);
   }
 };
-// The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root.
+// The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root, the
+// padding (lower_panels.hpp: zero_padded) inlined into the GEMM. Stored at root
+// as the int8 inputs' is, a tile's code lost its bounds-tested last step (hot
+// weights: the same time), yet the weights streamed slower from memory (Zen 4,
+// q_projection_bf16 at batch 8, one thread, 25 -> 39 us; two threads 24 -> 27),
+// whose cause was not found: the tiles' loops are the same instructions.
 struct bf16_inputs {
   static constexpr const char* head_projection_x = "x_bf16";
   static std::vector<knob_decl> knobs() { return panel_knobs(); }
