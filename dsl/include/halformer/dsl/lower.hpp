@@ -315,6 +315,13 @@ private:
   Halide::Expr panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
                           const Halide::Var& lane);
   lowered zero_padded(const lowered& l, const std::string& dim);
+  // `l` reading zeros past the end of `dim` (a boundary wrapper, no stage).
+  lowered zeros_past(const lowered& l, const std::string& dim) const {
+    Halide::Region inside;
+    for (const auto& d : l.dims)
+      inside.push_back(d == dim ? Halide::Range(0, extent(d)) : Halide::Range());
+    return {Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), inside), l.dims};
+  }
   lowered int8_as_int16(const lowered& l);
   lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
   std::string stage_name_of(const lowered& l) const;

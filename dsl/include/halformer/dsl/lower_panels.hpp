@@ -12,18 +12,14 @@ namespace halformer::dsl {
 // last reduction step per tile whose loads were gathers). `l` no stage (an
 // input): the boundary wrapper alone.
 inline lowered lowering::zero_padded(const lowered& l, const std::string& dim) {
-  Halide::Region bounds;
-  for (const auto& d : l.dims)
-    bounds.push_back(d == dim ? Halide::Range(0, extent(d)) : Halide::Range());
-  const Halide::Func wrapper = Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds);
   const std::string stage = stage_name_of(l);
   if (stage.empty())
-    return {wrapper, l.dims};
+    return zeros_past(l, dim);
   const std::string name = stage + "_padded";
   if (auto s = stages_.find(name); s != stages_.end())
     return {s->second.f, l.dims};
   Halide::Func padded = new_stage(name);
-  padded(vars(l)) = wrapper(vars(l));
+  padded(vars(l)) = zeros_past(l, dim).f(vars(l));
   return {padded, l.dims};
 }
 
@@ -31,11 +27,7 @@ inline lowered lowering::zero_padded(const lowered& l, const std::string& dim) {
 // panel's padding: the float32 sums' start.
 inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
                                          const Halide::Var& lane) {
-  Halide::Region inside;
-  for (const auto& d : bias.dims)
-    inside.push_back(d == out0 ? Halide::Range(0, extent(d)) : Halide::Range());
-  const lowered padded{Halide::BoundaryConditions::constant_exterior(bias.f, 0.0f, inside), bias.dims};
-  return call(padded, {{out0, panels::lanes * panel + lane}});
+  return call(zeros_past(bias, out0), {{out0, panels::lanes * panel + lane}});
 }
 
 // A contraction against a weight in panels (panels.hpp): stage <name>_panels

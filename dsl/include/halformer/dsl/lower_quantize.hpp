@@ -75,14 +75,9 @@ inline void lowering::build_dot_product_contract(const op::contract& o, lowered&
   const std::vector<std::string> reduced = reduced_dims(r, a[0], a[1]);
   const std::string inner = reduced.at(0);
   const auto at = contraction_domain(o.name, r, a[0], a[1], dot_product_block);
-  const auto zero_padded = [&](const lowered& l) {
-    Halide::Region bounds;
-    for (const auto& d : l.dims)
-      bounds.push_back(d == inner ? Halide::Range(0, extent(d)) : Halide::Range());
-    return lowered{Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), bounds), l.dims};
-  };
   const bool quads = int8_quads && a[0].f.type() == Halide::Int(8);
-  const Halide::Expr x = call(zero_padded(quads ? a[0] : int8_as_int16(a[0])), at), w = call(zero_padded(a[1]), at);
+  const Halide::Expr x = call(zeros_past(quads ? a[0] : int8_as_int16(a[0]), inner), at),
+                     w = call(zeros_past(a[1], inner), at);
   if (x.type().is_bfloat()) {
     r.f(vars(r)) = 0.0f;
     r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);
