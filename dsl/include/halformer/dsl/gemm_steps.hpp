@@ -1,31 +1,25 @@
 // The layers' weight-heavy steps (projections, FFN, logits, embeddings) in one of
-// three numeric types: float32 weights, int8 weights quantized at load (the
-// *_int8 kernels, dsl/kernels.hpp), or bfloat16 weights rounded at load (the
-// *_bf16 kernels, dsl/kernels_bf16.hpp; their embedding tables stay float32).
-// A layer description takes the type as a compile-time tag, so a model's layers
-// name the kernels and weights of its type; everything else (LayerNorm, softmax,
-// attention) is float32 in both.
+// the GEMM compute types (compute_types.hpp): float32 weights, int8 weights
+// quantized at load, or bfloat16 weights rounded at load (their embedding
+// tables stay float32). A layer description takes the compute type as a
+// compile-time tag, so a model's layers name the kernels and weights of its
+// type (kernels_gemm.hpp); everything else (LayerNorm, softmax, attention) is
+// float32 in all of them.
 //
 // Weights by name (relative to the layer), of every type in the dot-product
 // layout (a weight row is one output's inputs: self_attn.w_q is (d_model, d_k,
-// heads)); float32 and int8 ones stored in panels, int8 ones with their steps,
-// one per output, as "<weight>.step".
+// heads)), stored in panels, int8 ones with their steps, one per output, as
+// "<weight>.step".
 #pragma once
 
 #include "halformer/dsl/layer_operands.hpp"
 
 namespace halformer::dsl::layers {
 
-enum class gemm_type { float32, int8, bf16 };
-template <gemm_type G> using gemm_c = std::integral_constant<gemm_type, G>;
-inline constexpr gemm_c<gemm_type::float32> float32_gemms{};
-inline constexpr gemm_c<gemm_type::int8> int8_gemms{};
-inline constexpr gemm_c<gemm_type::bf16> bf16_gemms{};
-template <class G> inline constexpr bool is_int8_v = G::value == gemm_type::int8;
-template <class G> inline constexpr bool is_bf16_v = G::value == gemm_type::bf16;
-// The kernel of GEMM type G among a step's three.
-template <class G, class Float, class Int8, class Bf16>
-using by_gemm_t = std::conditional_t<is_int8_v<G>, Int8, std::conditional_t<is_bf16_v<G>, Bf16, Float>>;
+inline constexpr compute::float32 float32_gemms{};
+inline constexpr compute::int8 int8_gemms{};
+inline constexpr compute::bfloat16 bf16_gemms{};
+template <class C> inline constexpr bool is_int8_v = std::is_same_v<C, compute::int8>;
 
 // Attention's keys and values: float32, or float16 (the decoder's caches and its
 // cross-attention keys and values at half the bytes, which decode steps read in
@@ -40,90 +34,70 @@ template <class KV> inline constexpr bool is_f16_kv_v = KV::value == kv_type::fl
 // The name a weight's int8 steps go by.
 inline std::string step_name(const std::string& weight) { return weight + ".step"; }
 
-// One head projection's operands ("q", "k" or "v"): weight, (steps,) bias.
-template <class K, class G> auto head_weights(const K& k, G, const std::string& prefix, const std::string& which) {
-  const std::string w = "w_" + which, b = "b_" + which;
-  const auto bias = k.bias(b) >> weight(prefix + b, shape(d_k, heads));
-  if constexpr (is_int8_v<G>)
-    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)),
-                            k.step(w + "_step") >> weight(step_name(prefix + w), shape(d_k, heads)), bias);
-  else
-    return hana::make_tuple(k.weight(w) >> weight(prefix + w, shape(d_model, d_k, heads)), bias);
+// A GEMM weight's operands: the kernel's weight leaf bound to the model weight
+// `name`, and each of its step leaves (int8) to "<name>.step".
+template <class W, class Steps, class WS, class SS>
+auto gemm_weight_operands(const W& w, const Steps& steps, const std::string& name, WS w_shape, SS step_shape) {
+  return hana::prepend(hana::transform(steps, [&](const auto& s) { return s >> weight(step_name(name), step_shape); }),
+                       w >> weight(name, w_shape));
 }
 
-// Head projections of x (d_model, T, batch): each output (which, tensor) is the
-// projection "q", "k" or "v" in head layout, by the kernel Float, Int8 or Bf16 of
-// the GEMM type (qkv_projection[_int8|_bf16], kv_..., q_...).
-template <class Float, class Int8, class Bf16, class G, class X, class... R>
-auto head_projection_step(G g, const std::string& prefix, const X& x, const std::pair<std::string, R>&... outs) {
-  using K = by_gemm_t<G, Float, Int8, Bf16>;
-  K k;
+// Head projections of x (d_model, T, batch) by the kernel Projection in compute
+// type C (qkv_projection_in, kv_..., q_...): each output (which, tensor) is the
+// projection "q", "k" or "v" in head layout.
+template <template <class> class Projection, class C, class X, class... R>
+auto head_projection_step(C, const std::string& prefix, const X& x, const std::pair<std::string, R>&... outs) {
+  Projection<C> k;
+  const auto operands_of = [&](const std::string& which) {
+    const std::string w = "w_" + which, b = "b_" + which;
+    return hana::append(gemm_weight_operands(k.weight(w), k.steps(w), prefix + w, shape(d_model, d_k, heads),
+                                             shape(d_k, heads)),
+                        k.bias(b) >> weight(prefix + b, shape(d_k, heads)));
+  };
   auto ops = hana::concat(hana::make_tuple(k.x >> x, (out::head_layout(outs.first) >> outs.second)...),
-                          hana::flatten(hana::make_tuple(head_weights(k, g, prefix, outs.first)...)));
+                          hana::flatten(hana::make_tuple(operands_of(outs.first)...)));
   return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 
 // Attention's output projection with the residual: summed = x + context W_o + b_o.
-template <class G, class T>
-auto out_projection_step(G, T seq, const std::string& prefix, const std::string& context, const std::string& x,
+template <class C, class T>
+auto out_projection_step(C, T seq, const std::string& prefix, const std::string& context, const std::string& x,
                          const std::string& summed) {
-  const auto common = [&](const auto& k) {
-    return hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)),
-                            k.b >> weight(prefix + "b_o", shape(d_model)),
-                            k.residual >> ref(x, shape(d_model, seq, batch)),
-                            out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
-  };
-  if constexpr (is_int8_v<G>) {
-    kernels::out_projection_int8 k;
-    return hana::unpack(common(k), [&](auto... o) {
-      return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model)),
-                 k.w_step >> weight(step_name(prefix + "w_o"), shape(d_model)));
-    });
-  } else {
-    by_gemm_t<G, kernels::out_projection, void, kernels::out_projection_bf16> k;
-    return hana::unpack(
-        common(k), [&](auto... o) { return run(k, o..., k.w >> weight(prefix + "w_o", shape(d_k, heads, d_model))); });
-  }
+  kernels::out_projection_in<C> k;
+  const auto ops = hana::concat(
+      hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)), k.b >> weight(prefix + "b_o", shape(d_model)),
+                       k.residual >> ref(x, shape(d_model, seq, batch)),
+                       out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
+      gemm_weight_operands(k.w, k.w_steps, prefix + "w_o", shape(d_k, heads, d_model), shape(d_model)));
+  return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 
-// residual + FFN(x) into `summed`, by ffn_<activation>[_int8|_bf16].
-template <class G, class T>
-auto ffn_step(G, T seq, const std::string& x, const std::string& residual, const std::string& summed,
+// residual + FFN(x) into `summed`, by ffn_<activation> in compute type C.
+template <class C, class T>
+auto ffn_step(C, T seq, const std::string& x, const std::string& residual, const std::string& summed,
               const std::string& activation) {
-  const auto common = [&](const auto& k) {
-    return hana::make_tuple(k.x >> ref(x, shape(d_model, seq, batch)),
-                            k.residual >> ref(residual, shape(d_model, seq, batch)),
-                            k.b1 >> weight("linear1.bias", shape(d_ff)), k.b2 >> weight("linear2.bias", shape(d_model)),
-                            out::model_layout("out") >> ref(summed, shape(d_model, seq, batch)));
-  };
-  if constexpr (is_int8_v<G>) {
-    kernels::ffn_int8 k;
-    return hana::unpack(common(k), [&](auto... o) {
-      return run_variant(k, "ffn_" + activation + "_int8", o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
-                         k.w1_step >> weight(step_name("linear1.weight"), shape(d_ff)),
-                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)),
-                         k.w2_step >> weight(step_name("linear2.weight"), shape(d_model)));
-    });
-  } else {
-    by_gemm_t<G, kernels::ffn, void, kernels::ffn_bf16> k;
-    const std::string variant = "ffn_" + activation + (is_bf16_v<G> ? "_bf16" : "");
-    return hana::unpack(common(k), [&](auto... o) {
-      return run_variant(k, variant, o..., k.w1 >> weight("linear1.weight", shape(d_model, d_ff)),
-                         k.w2 >> weight("linear2.weight", shape(d_ff, d_model)));
-    });
-  }
+  kernels::ffn_relu_in<C> k; // the interface of every activation's kernel
+  const auto ops = hana::concat(
+      hana::make_tuple(k.x >> ref(x, shape(d_model, seq, batch)), k.residual >> ref(residual, shape(d_model, seq, batch)),
+                       k.b1 >> weight("linear1.bias", shape(d_ff)), k.b2 >> weight("linear2.bias", shape(d_model)),
+                       out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
+      hana::concat(gemm_weight_operands(k.w1, k.w1_steps, "linear1.weight", shape(d_model, d_ff), shape(d_ff)),
+                   gemm_weight_operands(k.w2, k.w2_steps, "linear2.weight", shape(d_ff, d_model), shape(d_model))));
+  const std::string variant = "ffn_" + activation + std::string(C::suffix.chars, C::suffix.size());
+  return hana::unpack(ops, [&](auto... o) { return run_variant(k, variant, o...); });
 }
 
 // The scaled embeddings of the call's tokens (Seq: src or tgt) plus positions from
-// `offset`, into `out`: the table float32, or int8 with a step per entry.
-template <class G, class Seq>
-auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offset, const std::string& out) {
+// `offset`, into `out`: the table float32 (also for bfloat16 GEMMs), or int8
+// with a step per entry.
+template <class C, class Seq>
+auto embedding_step(C, const std::string& table, Seq seq, const scalar_ref& offset, const std::string& out) {
   const auto common = [&](const auto& k) {
     return hana::make_tuple(k.ids >> tokens(shape(seq, batch)), k.scale >> embedding_scale(), k.offset >> offset,
                             k.split_positions >> split_positions(),
                             out::model_layout("out") >> ref(out, shape(d_model, seq, batch)));
   };
-  if constexpr (is_int8_v<G>) {
+  if constexpr (is_int8_v<C>) {
     kernels::embedding_int8 k;
     return hana::unpack(common(k), [&](auto... o) {
       return run(k, o..., k.table >> weight(table, shape(d_model, vocab)),
@@ -138,22 +112,13 @@ auto embedding_step(G, const std::string& table, Seq seq, const scalar_ref& offs
 }
 
 // The logits of x (d_model, tgt, batch).
-template <class G> auto logits_step(G, const std::string& x) {
-  const auto common = [&](const auto& k) {
-    return hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
-                            out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch)));
-  };
-  if constexpr (is_int8_v<G>) {
-    kernels::logits_int8 k;
-    return hana::unpack(common(k), [&](auto... o) {
-      return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab)),
-                 k.w_step >> weight(step_name("generator.weight"), shape(vocab)));
-    });
-  } else {
-    by_gemm_t<G, kernels::logits, void, kernels::logits_bf16> k;
-    return hana::unpack(
-        common(k), [&](auto... o) { return run(k, o..., k.w >> weight("generator.weight", shape(d_model, vocab))); });
-  }
+template <class C> auto logits_step(C, const std::string& x) {
+  kernels::logits_in<C> k;
+  const auto ops =
+      hana::concat(hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
+                                    out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch))),
+                   gemm_weight_operands(k.w, k.w_steps, "generator.weight", shape(d_model, vocab), shape(vocab)));
+  return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 
 } // namespace halformer::dsl::layers

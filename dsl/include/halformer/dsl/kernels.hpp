@@ -8,14 +8,13 @@
 // names through the function's metadata. Stage names given here are the names
 // schedules refer to; `schedule` names the schedule (and its knob-file section).
 //
-// Adding a kernel: a struct here (the int8 ones: kernels_int8.hpp, bfloat16:
-// kernels_bf16.hpp, attention: kernels_attention.hpp) and its entry in `all` below.
+// Adding a kernel: a struct here (a GEMM kernel: a template over the compute
+// types in kernels_gemm.hpp; attention: kernels_attention.hpp) and its entry in
+// `all` below.
 #pragma once
 
 #include "halformer/dsl/kernels_attention.hpp"
-#include "halformer/dsl/kernels_bf16.hpp"
-#include "halformer/dsl/kernels_int8.hpp"
-#include "halformer/dsl/quantize.hpp"
+#include "halformer/dsl/kernels_gemm.hpp"
 
 #include <stdexcept>
 
@@ -46,85 +45,28 @@ struct embedding {
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
-// Q, K and V (or a subset) of x, directly in head layout (d_k, t, heads, batch).
-// Weights (d_model, d_k, heads) in the dot-product layout (PyTorch's [out][in] as
-// it is), stored in panels of 16 outputs (panels.hpp, panel_input), as every
-// float32 and int8 GEMM weight is.
-struct head_projection {
-  static constexpr std::string_view schedule = "head_projection";
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  static auto weight(const std::string& n) { return panel_input(n, shape(d_model, d_k, heads), 1, f32); }
-  static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
+// The embedding with an int8 table in panels, one step per vocabulary entry (a
+// token's row quantized at load as the GEMM weights are: a tied table is the
+// logits' weight and steps); the same stages as embedding's. The steps' extent
+// is the vocabulary's (the panels pad it); d_model is an argument, since int8
+// panels store 4 inputs per line and so pad it too.
+struct embedding_int8 {
+  static constexpr std::string_view name = "embedding_int8", schedule = "embedding";
+  decltype(panel_input("table", shape(d_model, vocab), 1, i8)) table =
+      panel_input("table", shape(d_model, vocab), 1, i8);
+  decltype(input("table_step", shape(vocab))) table_step = input("table_step", shape(vocab));
+  decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
+  decltype(extent_param(d_model)) width = extent_param(d_model);
+  decltype(param("scale")) scale = param("scale");
+  decltype(param("offset", i32)) offset = param("offset", i32);
+  decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
 
-  // which: "q", "k" or "v"; weights "w_<which>", biases "b_<which>", stage "<which>_proj".
-  auto algorithm(const std::string& which) const {
-    return linear(which + "_proj", x, weight("w_" + which), bias("b_" + which), shape(d_k, t, heads, batch));
+  auto algorithm() const {
+    return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
+                         sinusoidal("positions", d_model, t, offset, split_positions));
   }
-  auto projection(const std::string& which) const { return result(which, algorithm(which)); }
-};
-// Self-attention's three projections of one input.
-struct qkv_projection : head_projection {
-  static constexpr std::string_view name = "qkv_projection";
-  auto inputs() const {
-    return hana::make_tuple(x, weight("w_q"), weight("w_k"), weight("w_v"), bias("b_q"), bias("b_k"), bias("b_v"));
-  }
-  auto outputs() const { return hana::make_tuple(projection("q"), projection("k"), projection("v")); }
-};
-// Cross-attention keys and values of the encoder output (once per source).
-struct kv_projection : head_projection {
-  static constexpr std::string_view name = "kv_projection";
-  auto inputs() const { return hana::make_tuple(x, weight("w_k"), weight("w_v"), bias("b_k"), bias("b_v")); }
-  auto outputs() const { return hana::make_tuple(projection("k"), projection("v")); }
-};
-// Cross-attention queries.
-struct q_projection : head_projection {
-  static constexpr std::string_view name = "q_projection";
-  auto inputs() const { return hana::make_tuple(x, weight("w_q"), bias("b_q")); }
-  auto outputs() const { return hana::make_tuple(projection("q")); }
-};
-
-// Merge heads, project, add bias and the residual. Weights (d_k, heads, d_model)
-// in panels: an output's inputs are all heads' features.
-struct out_projection {
-  static constexpr std::string_view name = "out_projection", schedule = "out_projection";
-  decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
-  decltype(panel_input("w", shape(d_k, heads, d_model), 2, f32)) w =
-      panel_input("w", shape(d_k, heads, d_model), 2, f32);
-  decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-
-  auto algorithm() const { return add("residual_add", residual, linear("proj", a, w, b, shape(d_model, t, batch))); }
-  auto inputs() const { return hana::make_tuple(a, w, b, residual); }
+  auto inputs() const { return hana::make_tuple(table, table_step, ids, width, scale, offset, split_positions); }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
-};
-
-// residual + W2 act(W1 x + b1) + b2. Weights (d_model, d_ff) and (d_ff, d_model) in panels.
-struct ffn {
-  static constexpr std::string_view schedule = "ffn";
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-  decltype(panel_input("w1", shape(d_model, d_ff), 1, f32)) w1 = panel_input("w1", shape(d_model, d_ff), 1, f32);
-  decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
-  decltype(panel_input("w2", shape(d_ff, d_model), 1, f32)) w2 = panel_input("w2", shape(d_ff, d_model), 1, f32);
-  decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
-
-  auto algorithm(op::activation act) const {
-    auto hidden = activate("hidden_act", act, linear("hidden", x, w1, b1));
-    return add("residual_add", residual, linear("proj", hidden, w2, b2));
-  }
-  auto inputs() const { return hana::make_tuple(x, residual, w1, b1, w2, b2); }
-};
-struct ffn_relu : ffn {
-  static constexpr std::string_view name = "ffn_relu";
-  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::relu))); }
-};
-struct ffn_gelu : ffn {
-  static constexpr std::string_view name = "ffn_gelu";
-  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::gelu))); }
-};
-struct ffn_silu : ffn {
-  static constexpr std::string_view name = "ffn_silu";
-  auto outputs() const { return hana::make_tuple(result("out", algorithm(op::activation::silu))); }
 };
 
 // LayerNorm over d_model.
@@ -165,18 +107,6 @@ struct softmax {
 struct log_softmax : softmax {
   static constexpr std::string_view name = "log_softmax";
   auto outputs() const { return hana::make_tuple(result("out", algorithm(true))); }
-};
-
-// Final projection to the target vocabulary. Weight (d_model, vocab) in panels
-// (the embedding table's layout).
-struct logits {
-  static constexpr std::string_view name = "logits", schedule = "logits";
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(panel_input("w", shape(d_model, vocab), 1, f32)) w = panel_input("w", shape(d_model, vocab), 1, f32);
-  decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
-
-  auto inputs() const { return hana::make_tuple(x, w, b); }
-  auto outputs() const { return hana::make_tuple(result("out", linear("logits", x, w, b))); }
 };
 
 // Greedy decoding's choice per logits row: the best token (ties: the lowest id)

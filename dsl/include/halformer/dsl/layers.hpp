@@ -27,16 +27,16 @@ template <class T> auto norm_step(T seq, const std::string& norm_weights, const 
              out::model_layout("out") >> ref(y, shape(d_model, seq, batch)));
 }
 
-// Keys and values of x by the head projection K*, as attention of type KV reads
+// Keys and values of x by the head projection Projection, as attention of type KV reads
 // them: written to `k` and `v` (float32), or (float16) to the float32 scratch
 // `k32` and `v32` and rounded into `k` and `v` by kv_to_float16. One or two steps.
-template <class KV, class Float, class Int8, class Bf16, class G, class X, class Q, class R, class S>
-auto key_value_steps(G gemms, const std::string& prefix, const X& x, const Q& q, const R& k, const R& v, const S& k32,
+template <class KV, template <class> class Projection, class C, class X, class Q, class R, class S>
+auto key_value_steps(C gemms, const std::string& prefix, const X& x, const Q& q, const R& k, const R& v, const S& k32,
                      const S& v32) {
   const auto projection = [&](const auto& k_out, const auto& v_out) {
     const auto outs = hana::make_tuple(std::pair{std::string("k"), k_out}, std::pair{std::string("v"), v_out});
     return hana::unpack(hana::concat(q, outs), [&](const auto&... o) {
-      return head_projection_step<Float, Int8, Bf16>(gemms, prefix, x, o...);
+      return head_projection_step<Projection>(gemms, prefix, x, o...);
     });
   };
   if constexpr (is_f16_kv_v<KV>) {
@@ -64,7 +64,7 @@ auto self_attention(T seq, NormFirst norm_first, G gemms, KV, const std::string&
   const auto kv = [&](const std::string& n) {
     return causal ? cache(prefix + n, shape(d_k, seq, heads, batch)) : ref(prefix + n, shape(d_k, seq, heads, batch));
   };
-  auto qkv = key_value_steps<KV, kernels::qkv_projection, kernels::qkv_projection_int8, kernels::qkv_projection_bf16>(
+  auto qkv = key_value_steps<KV, kernels::qkv_projection_in>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, seq, batch)),
       hana::make_tuple(std::pair{std::string("q"), heads_("q")}), kv("k_cache"), kv("v_cache"), heads_("k_new"),
       heads_("v_new"));
@@ -92,11 +92,11 @@ auto cross_attention(NormFirst norm_first, G gemms, KV, const std::string& prefi
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
   const auto k = per_source(prefix + "k_memory", shape(d_k, src, heads, batch));
   const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
-  auto kv = key_value_steps<KV, kernels::kv_projection, kernels::kv_projection_int8, kernels::kv_projection_bf16>(
+  auto kv = key_value_steps<KV, kernels::kv_projection_in>(
       gemms, prefix, ref("memory", shape(d_model, src, batch)), hana::make_tuple(), k, v,
       source_scratch("memory_k", shape(d_k, src, heads, batch)),
       source_scratch("memory_v", shape(d_k, src, heads, batch)));
-  auto qs = head_projection_step<kernels::q_projection, kernels::q_projection_int8, kernels::q_projection_bf16>(
+  auto qs = head_projection_step<kernels::q_projection_in>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
                  at.lengths >> lengths("src_lengths"), at.causal >> constant(false), at.offset >> constant(0),
@@ -126,7 +126,7 @@ auto feed_forward(T seq, NormFirst norm_first, G gemms, const std::string& prefi
 // layer (norm1.*, linear1.*, ...), except that attention weights are the repacked
 // per-projection tensors self_attn.w_q / b_q / ... / w_o / b_o, which the runtime
 // derives from in_proj_weight / out_proj at load time.
-template <class NormFirst, class G = decltype(float32_gemms)>
+template <class NormFirst, class G = compute::float32>
 auto encoder_layer(NormFirst norm_first, const std::string& activation, G gemms = {}) {
   return hana::concat(self_attention(src, norm_first, gemms, float32_kv, "self_attn.", "norm1", "x", "h", false),
                       feed_forward(src, norm_first, gemms, "ffn.", "norm2", "h", "x", activation));
@@ -134,7 +134,7 @@ auto encoder_layer(NormFirst norm_first, const std::string& activation, G gemms 
 
 // One decoder layer: masked self-attention over the KV cache, cross-attention over
 // the encoder memory (both with keys and values of type KV), FFN: "y" -> "y".
-template <class NormFirst, class G = decltype(float32_gemms), class KV = decltype(float32_kv)>
+template <class NormFirst, class G = compute::float32, class KV = decltype(float32_kv)>
 auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms = {}, KV kv = {}) {
   return hana::concat(hana::concat(self_attention(tgt, norm_first, gemms, kv, "self_attn.", "norm1", "y", "h1", true),
                                    cross_attention(norm_first, gemms, kv, "multihead_attn.", "norm2", "h1", "h2")),
@@ -144,18 +144,18 @@ auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms 
 // The model around its layers. Activation names with a phase ("decoder.memory")
 // are shared between the phases; the others belong to the step's phase.
 // Encoder input: source tokens -> scaled embeddings + positions from 0, as "x".
-template <class G = decltype(float32_gemms)> auto encoder_input(G gemms = {}) {
+template <class G = compute::float32> auto encoder_input(G gemms = {}) {
   return hana::make_tuple(embedding_step(gemms, "src_embed", src, constant(0), "x"));
 }
 // Encoder output: the final norm of "x" into the memory the decoder reads (a
 // model without final norms copies "x": no kernel).
 inline auto encoder_output() { return hana::make_tuple(norm_step(src, "encoder_norm", "x", "decoder.memory")); }
 // Decoder input: target tokens -> embeddings at this call's positions, as "y".
-template <class G = decltype(float32_gemms)> auto decoder_input(G gemms = {}) {
+template <class G = compute::float32> auto decoder_input(G gemms = {}) {
   return hana::make_tuple(embedding_step(gemms, "tgt_embed", tgt, position(), "y"));
 }
 // Decoder output: (final norm of "y", then) the logits over the target vocabulary.
-template <class FinalNorm, class G = decltype(float32_gemms)> auto decoder_output(FinalNorm final_norm, G gemms = {}) {
+template <class FinalNorm, class G = compute::float32> auto decoder_output(FinalNorm final_norm, G gemms = {}) {
   auto logits = logits_step(gemms, decltype(final_norm)::value ? "normed" : "y");
   if constexpr (decltype(final_norm)::value)
     return hana::make_tuple(norm_step(tgt, "decoder_norm", "y", "normed"), logits);
