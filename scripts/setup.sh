@@ -42,9 +42,10 @@ if ! .venv/bin/python -c "import halide, ctranslate2, numpy, nanobind" 2>/dev/nu
   echo "== venv: pip install -r scripts/requirements.txt"
   .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi
-# Reference venv: transformers 4.40.2 (MarianMT parity tests) over Debian's
+# Reference venv: transformers 4.40.2 (MarianMT parity tests) and CTranslate2's
+# converter of its models (bench/marian_bench.py) over Debian's
 # python3-torch, which only Debian's Python has.
-if ! .venv-ref/bin/python -c "import transformers, sentencepiece, torch" 2>/dev/null; then
+if ! .venv-ref/bin/python -c "import transformers, sentencepiece, torch, ctranslate2" 2>/dev/null; then
   echo "== venv: .venv-ref (transformers over Debian's torch)"
   /usr/bin/python3 -m venv --system-site-packages .venv-ref
   .venv-ref/bin/pip install -q --disable-pip-version-check -r scripts/requirements-reference.txt

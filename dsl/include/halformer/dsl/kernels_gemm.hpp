@@ -19,7 +19,7 @@ namespace halformer::dsl::kernels {
 
 using namespace dims;
 
-// A weight in panels of C's element type and the leaves it carries (steps).
+// A weight in panels of C's element type (its steps, if C has them: C::steps).
 template <class C, class S> auto gemm_weight(const std::string& n, S s, int inputs) {
   return panel_input(n, s, inputs, C::weight_type);
 }
