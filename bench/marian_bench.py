@@ -212,7 +212,8 @@ def report(a, rows, cpu_text, state):
     lines = [f"# OPUS-MT-shaped MarianMT, text to text: halformer and CTranslate2 ({cpu_text})", "",
              f"Measured at {state['git']} on {state['date']}, CTranslate2 {state['ctranslate2']}, load average "
              f"{state['loadavg_before'][0]:.2f} before and {state['loadavg_after'][0]:.2f} after; command "
-             f"(from the repository): `.venv/bin/python bench/marian_bench.py run --threads {a.threads}`.", "",
+             f"(from the repository): `.venv/bin/python bench/marian_bench.py run --threads {a.threads}"
+             f"{' --smoke' if a.smoke else ''}`.", "",
              "Made by `bench/marian_bench.py` (its docstring says how): random weights of opus-mt-en-de's shape, "
              f"EOS banned, {a.new_tokens} decode steps per sentence, {a.threads} threads, one call on `batch` lines "
              "with tokenization; medians (min-max) over "
