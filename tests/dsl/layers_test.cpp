@@ -176,3 +176,34 @@ TEST_CASE("every kernel's interface comes from its DSL definition", "[layers]") 
   CHECK(att.inputs.at(5).dims.empty());
   CHECK_THROWS_WITH(kernels::interface_of("atention"), Catch::Contains("no kernel named 'atention'"));
 }
+
+// The GEMM kernels are one template per family over the compute types
+// (dsl/compute_types.hpp): each type's name, schedule, argument order and
+// element types, as the C functions of the libraries take them.
+TEST_CASE("the GEMM kernels of each compute type", "[layers]") {
+  const auto signature = [](std::string_view name) {
+    std::vector<std::string> args;
+    for (const auto& a : kernels::interface_of(name).inputs)
+      args.push_back(a.name + ":" + std::string(dtype_name(a.type)));
+    return args;
+  };
+  CHECK(signature("qkv_projection_int8") ==
+        std::vector<std::string>{"x:float32", "w_q:int8", "w_k:int8", "w_v:int8", "w_q_step:float32",
+                                 "w_k_step:float32", "w_v_step:float32", "b_q:float32", "b_k:float32", "b_v:float32"});
+  CHECK(signature("kv_projection_bf16") ==
+        std::vector<std::string>{"x:float32", "w_k:bfloat16", "w_v:bfloat16", "b_k:float32", "b_v:float32"});
+  CHECK(signature("out_projection_int8") ==
+        std::vector<std::string>{"a:float32", "w:int8", "w_step:float32", "b:float32", "residual:float32"});
+  CHECK(signature("ffn_silu_int8") == std::vector<std::string>{"x:float32", "residual:float32", "w1:int8",
+                                                               "w1_step:float32", "b1:float32", "w2:int8",
+                                                               "w2_step:float32", "b2:float32"});
+  CHECK(signature("ffn_gelu") == std::vector<std::string>{"x:float32", "residual:float32", "w1:float32", "b1:float32",
+                                                          "w2:float32", "b2:float32"});
+  CHECK(signature("logits_bf16") == std::vector<std::string>{"x:float32", "w:bfloat16", "b:float32"});
+  CHECK(kernels::interface_of("ffn_relu_bf16").schedule == "ffn_bf16");
+  CHECK(kernels::interface_of("q_projection_int8").schedule == "head_projection_int8");
+  CHECK(kernels::interface_of("logits_int8").schedule == "logits_int8");
+  CHECK(kernels::cpu_only("out_projection_bf16"));
+  CHECK_FALSE(kernels::cpu_only("out_projection_int8"));
+  CHECK_FALSE(kernels::cpu_only("logits"));
+}

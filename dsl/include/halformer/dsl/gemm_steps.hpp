@@ -50,9 +50,9 @@ auto head_projection_step(C, const std::string& prefix, const X& x, const std::p
   Projection<C> k;
   const auto operands_of = [&](const std::string& which) {
     const std::string w = "w_" + which, b = "b_" + which;
-    return hana::append(gemm_weight_operands(k.weight(w), k.steps(w), prefix + w, shape(d_model, d_k, heads),
-                                             shape(d_k, heads)),
-                        k.bias(b) >> weight(prefix + b, shape(d_k, heads)));
+    return hana::append(
+        gemm_weight_operands(k.weight(w), k.steps(w), prefix + w, shape(d_model, d_k, heads), shape(d_k, heads)),
+        k.bias(b) >> weight(prefix + b, shape(d_k, heads)));
   };
   auto ops = hana::concat(hana::make_tuple(k.x >> x, (out::head_layout(outs.first) >> outs.second)...),
                           hana::flatten(hana::make_tuple(operands_of(outs.first)...)));
@@ -65,8 +65,8 @@ auto out_projection_step(C, T seq, const std::string& prefix, const std::string&
                          const std::string& summed) {
   kernels::out_projection_in<C> k;
   const auto ops = hana::concat(
-      hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)), k.b >> weight(prefix + "b_o", shape(d_model)),
-                       k.residual >> ref(x, shape(d_model, seq, batch)),
+      hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)),
+                       k.b >> weight(prefix + "b_o", shape(d_model)), k.residual >> ref(x, shape(d_model, seq, batch)),
                        out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
       gemm_weight_operands(k.w, k.w_steps, prefix + "w_o", shape(d_k, heads, d_model), shape(d_model)));
   return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
@@ -78,7 +78,8 @@ auto ffn_step(C, T seq, const std::string& x, const std::string& residual, const
               const std::string& activation) {
   kernels::ffn_relu_in<C> k; // the interface of every activation's kernel
   const auto ops = hana::concat(
-      hana::make_tuple(k.x >> ref(x, shape(d_model, seq, batch)), k.residual >> ref(residual, shape(d_model, seq, batch)),
+      hana::make_tuple(k.x >> ref(x, shape(d_model, seq, batch)),
+                       k.residual >> ref(residual, shape(d_model, seq, batch)),
                        k.b1 >> weight("linear1.bias", shape(d_ff)), k.b2 >> weight("linear2.bias", shape(d_model)),
                        out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
       hana::concat(gemm_weight_operands(k.w1, k.w1_steps, "linear1.weight", shape(d_model, d_ff), shape(d_ff)),
@@ -114,10 +115,10 @@ auto embedding_step(C, const std::string& table, Seq seq, const scalar_ref& offs
 // The logits of x (d_model, tgt, batch).
 template <class C> auto logits_step(C, const std::string& x) {
   kernels::logits_in<C> k;
-  const auto ops =
-      hana::concat(hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
-                                    out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch))),
-                   gemm_weight_operands(k.w, k.w_steps, "generator.weight", shape(d_model, vocab), shape(vocab)));
+  const auto ops = hana::concat(
+      hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
+                       out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch))),
+      gemm_weight_operands(k.w, k.w_steps, "generator.weight", shape(d_model, vocab), shape(vocab)));
   return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 

@@ -148,6 +148,18 @@ inline constexpr auto all =
                   qkv_projection_bf16, kv_projection_bf16, q_projection_bf16, out_projection_bf16, ffn_relu_bf16,
                   ffn_gelu_bf16, ffn_silu_bf16>;
 
+// Each kernel of the registry has a name of its own (visit() finds the first of
+// a name; GEMM kernels' names are joined from a base and a compute type's suffix).
+inline constexpr bool names_are_distinct = hana::unpack(all, [](auto... kernel) {
+  const std::array<std::string_view, sizeof...(kernel)> names{decltype(kernel)::type::name...};
+  for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (names[i] == names[j])
+        return false;
+  return true;
+});
+static_assert(names_are_distinct, "halformer::dsl::kernels::all: two kernels share a name");
+
 // Kernels the GPU libraries leave out (cmake/HalformerKernels.cmake: CPU_ONLY):
 // those declaring `cpu_only`.
 template <class K> constexpr bool cpu_only_v = false;

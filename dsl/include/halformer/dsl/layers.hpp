@@ -35,9 +35,8 @@ auto key_value_steps(C gemms, const std::string& prefix, const X& x, const Q& q,
                      const S& v32) {
   const auto projection = [&](const auto& k_out, const auto& v_out) {
     const auto outs = hana::make_tuple(std::pair{std::string("k"), k_out}, std::pair{std::string("v"), v_out});
-    return hana::unpack(hana::concat(q, outs), [&](const auto&... o) {
-      return head_projection_step<Projection>(gemms, prefix, x, o...);
-    });
+    return hana::unpack(hana::concat(q, outs),
+                        [&](const auto&... o) { return head_projection_step<Projection>(gemms, prefix, x, o...); });
   };
   if constexpr (is_f16_kv_v<KV>) {
     kernels::kv_to_float16 kc;
@@ -92,10 +91,10 @@ auto cross_attention(NormFirst norm_first, G gemms, KV, const std::string& prefi
   const auto q = ref(prefix + "q", shape(d_k, tgt, heads, batch));
   const auto k = per_source(prefix + "k_memory", shape(d_k, src, heads, batch));
   const auto v = per_source(prefix + "v_memory", shape(d_k, src, heads, batch));
-  auto kv = key_value_steps<KV, kernels::kv_projection_in>(
-      gemms, prefix, ref("memory", shape(d_model, src, batch)), hana::make_tuple(), k, v,
-      source_scratch("memory_k", shape(d_k, src, heads, batch)),
-      source_scratch("memory_v", shape(d_k, src, heads, batch)));
+  auto kv = key_value_steps<KV, kernels::kv_projection_in>(gemms, prefix, ref("memory", shape(d_model, src, batch)),
+                                                           hana::make_tuple(), k, v,
+                                                           source_scratch("memory_k", shape(d_k, src, heads, batch)),
+                                                           source_scratch("memory_v", shape(d_k, src, heads, batch)));
   auto qs = head_projection_step<kernels::q_projection_in>(
       gemms, prefix, ref(norm_first ? normed : x, shape(d_model, tgt, batch)), std::pair{std::string("q"), q});
   auto att = run(at, at.q >> q, at.k >> k, at.v >> v, at.kv_rows >> kv_rows("src_rows", src),
