@@ -9,13 +9,14 @@ namespace halformer::dsl {
 // its own, <name>_padded, shared by the GEMMs of one input (q, k and v), so that
 // a schedule can store the padding once (the GEMMs then read it as they read
 // any stage, with no bounds test in their loops; inlined, the test split off a
-// last reduction step per tile whose loads were gathers). `l` no stage (an
-// input): the boundary wrapper alone.
+// last reduction step per tile whose loads were gathers). Padded along another
+// dim than its first, <name>_padded_<dim>, so that each padding is its own
+// stage. `l` no stage (an input): the boundary wrapper alone.
 inline lowered lowering::zero_padded(const lowered& l, const std::string& dim) {
   const std::string stage = stage_name_of(l);
   if (stage.empty())
     return zeros_past(l, dim);
-  const std::string name = stage + "_padded";
+  const std::string name = stage + "_padded" + (dim == l.dims.at(0) ? "" : "_" + dim);
   if (auto s = stages_.find(name); s != stages_.end())
     return {s->second.f, l.dims};
   Halide::Func padded = new_stage(name);
