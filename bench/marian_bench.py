@@ -174,7 +174,7 @@ def child_json(cmd):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def prepared(threads):
+def prepared():
     """The model (made once per build directory) and its CTranslate2 conversion."""
     model, ct2 = os.path.join(BUILD, "bench-marian"), os.path.join(BUILD, "bench-marian-ct2")
     me = os.path.abspath(__file__)
@@ -238,7 +238,7 @@ def run(a):
     state = machine_state(a.threads)
     out = a.out or os.path.join(ROOT, "bench", "results", kind)
     os.makedirs(out, exist_ok=True)
-    model, ct2 = prepared(a.threads)
+    model, ct2 = prepared()
     cases = [(c, 1, 1) for c in COMPUTE] if a.smoke else [
         (c, beam, batch) for c in COMPUTE for beam, batch in ((1, 1), (1, 8), (1, 32), (4, 8))]
     rows = [case(a, model, ct2, *c) for c in cases]
