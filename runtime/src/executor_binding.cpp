@@ -10,7 +10,7 @@ namespace halformer {
 namespace layers = dsl::layers;
 
 namespace {
-// The layers of a configuration whose GEMMs run in `gemms` (a layers::gemm_c tag)
+// The layers of a configuration whose GEMMs run in `gemms` (a compute type, dsl::compute)
 // and whose decoder attends to keys and values of type `kv` (a layers::kv_c tag).
 template <class G, class KV> layer_descriptions described(const model_config& c, G gemms, KV kv) {
   using dsl::hana::false_c, dsl::hana::true_c;
