@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A MarianMT of OPUS-MT's shape, text in and text out: halformer against CTranslate2.
 
-    .venv/bin/python bench/marian_bench.py [--out DIR] [--threads 2] [--smoke]
+    .venv/bin/python bench/marian_bench.py [run [--out DIR] [--threads 2] [--smoke]]
 
 The model has the shape of Helsinki-NLP/opus-mt-en-de (d_model 512, 6 + 6
 layers, 8 heads, FFN 2048, swish, post-norm, scaled and tied embeddings, a
@@ -164,14 +164,12 @@ def time_ctranslate2(a):
 
 # ---- the orchestrating run ---------------------------------------------------------
 
+# bench/run.py's: the results directory's name, the machine's state, running a
+# child for its JSON line, pooling runs (median of medians, overall min and max).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import combine, cpu_kind, machine_state, run_json  # noqa: E402
+
 COMPUTE = {"float32": "float32", "int8": "int8_float32"}  # halformer's compute type -> CTranslate2's
-
-
-def child_json(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def prepared():
@@ -197,12 +195,10 @@ def case(a, model, ct2, compute, beam, batch):
     for r in range(a.rounds):  # alternating order: A B, then B A
         for name in (list(cmds) if r % 2 == 0 else list(cmds)[::-1]):
             print(f"{compute} beam {beam} batch {batch}: {name}", file=sys.stderr, flush=True)
-            runs[name].append(child_json(cmds[name]))
+            runs[name].append(run_json(cmds[name]))
     row = {"compute": compute, "beam": beam, "batch": batch, "steps": a.new_tokens}
     for name, rs in runs.items():
-        # Samples pooled over the rounds: the median of medians, the overall min and max.
-        row[name] = {"median_s": statistics.median(x["median_s"] for x in rs), "min_s": min(x["min_s"] for x in rs),
-                     "max_s": max(x["max_s"] for x in rs), "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+        row[name] = {**combine(rs), "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
                      "load_s": statistics.median(x["load_s"] for x in rs)}
     row["ratio"] = row["ctranslate2"]["median_s"] / row["halformer"]["median_s"]
     return row
@@ -231,9 +227,6 @@ def report(a, rows, cpu_text, state):
 
 
 def run(a):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from run import cpu_kind, machine_state  # one definition of the results directory's name
-
     kind, cpu_text = cpu_kind()
     state = machine_state(a.threads)
     out = a.out or os.path.join(ROOT, "bench", "results", kind)

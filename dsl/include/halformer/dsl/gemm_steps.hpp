@@ -84,7 +84,7 @@ auto ffn_step(C, T seq, const std::string& x, const std::string& residual, const
                        out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
       hana::concat(gemm_weight_operands(k.w1, k.w1_steps, "linear1.weight", shape(d_model, d_ff), shape(d_ff)),
                    gemm_weight_operands(k.w2, k.w2_steps, "linear2.weight", shape(d_ff, d_model), shape(d_model))));
-  const std::string variant = "ffn_" + activation + std::string(C::suffix.chars, C::suffix.size());
+  const std::string variant = "ffn_" + activation + std::string(name_in<"", C>);
   return hana::unpack(ops, [&](auto... o) { return run_variant(k, variant, o...); });
 }
 
