@@ -1,6 +1,6 @@
-// The int8, bfloat16 and float16 kernels' problems (int8_problems.cpp,
-// bf16_problems.cpp, f16_problems.cpp),
-// for kernel_problems.cpp's table.
+// The int8 embedding's and the float16 conversion's problems (int8_problems.cpp,
+// f16_problems.cpp) for kernel_problems.cpp's table, and the int8 weights'
+// random steps for the GEMM problems (gemm_problems.cpp).
 #pragma once
 
 #include "halformer/problems.hpp"
@@ -9,22 +9,12 @@
 
 namespace halformer::problems::int8 {
 
-problem logits(shape_args& s);
-problem head_projection(shape_args& s, const std::string& which); // which: e.g. "qkv"
-problem out_projection(shape_args& s);
-problem ffn(shape_args& s, ref::activation act);
+// An int8 weight's random steps, one per output (extents `outputs`), near 1 /
+// (127 sqrt(inputs)) as the loader makes them for float weights of scale 1 / sqrt(inputs).
+fb random_steps(std::vector<int> outputs, int inputs);
 problem embedding(shape_args& s);
 
 } // namespace halformer::problems::int8
-
-namespace halformer::problems::bf16 {
-
-problem logits(shape_args& s);
-problem head_projection(shape_args& s, const std::string& which);
-problem out_projection(shape_args& s);
-problem ffn(shape_args& s, ref::activation act);
-
-} // namespace halformer::problems::bf16
 
 namespace halformer::problems::f16 {
 

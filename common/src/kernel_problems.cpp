@@ -19,83 +19,6 @@ scalar_input f32_scalar(std::string n, float v) { return {std::move(n), halforme
 scalar_input i32_scalar(std::string n, int32_t v) { return {std::move(n), halformer::i32_type, {.i32 = v}}; }
 scalar_input bool_scalar(std::string n, bool v) { return {std::move(n), halformer::bool_type, {.boolean = v}}; }
 
-// The float32 GEMMs' weights lie in panels (dsl/panels.hpp), as the runtime loads them.
-problem logits(shape_args& s) {
-  problem p;
-  const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "w", "b", "out"}, p.outputs = {"out"}, p.activations = {"x", "out"};
-  p.make = [=] {
-    return call_set{
-        {random({D, T, B}, 1), random_panels({D, V}, 1, 1 / std::sqrt(float(D))), random({V}, 0.1f), fb(V, T, B)}};
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = panels_to_ref(c.f[1], {D, V}, 1), bias = ref::to_ref(c.f[2]);
-    for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[3], ref::linear(row3(c.f[0], t, b), w, bias), t, b, m);
-  };
-  p.flops = 2.0 * V * D * T * B, p.bytes = 4.0 * (V * D + V);
-  p.gemms = {{T * B, V, D}};
-  return p;
-}
-
-// Weights (d_model, d_ff) and (d_ff, d_model).
-problem ffn(shape_args& s, ref::activation act) {
-  problem p;
-  const int D = s["d_model"], F = s["d_ff"], T = s["t"], B = s["batch"];
-  p.f_names = {"x", "residual", "w1", "b1", "w2", "b2", "out"}, p.outputs = {"out"};
-  p.activations = {"x", "residual", "out"};
-  p.make = [=] {
-    return call_set{{random({D, T, B}, 1), random({D, T, B}, 1), random_panels({D, F}, 1, 1 / std::sqrt(float(D))),
-                     random({F}, 0.1f), random_panels({F, D}, 1, 1 / std::sqrt(float(F))), random({D}, 0.1f),
-                     fb(D, T, B)}};
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    const auto w1 = panels_to_ref(c.f[2], {D, F}, 1), b1 = ref::to_ref(c.f[3]), w2 = panels_to_ref(c.f[4], {F, D}, 1),
-               b2 = ref::to_ref(c.f[5]);
-    for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[6], ref::ffn(row3(c.f[0], t, b), row3(c.f[1], t, b), w1, b1, w2, b2, act), t, b, m);
-  };
-  p.flops = 4.0 * D * F * T * B, p.bytes = 4.0 * (2 * D * F + F + D);
-  p.gemms = {{T * B, F, D}, {T * B, D, F}};
-  return p;
-}
-
-// which: the projections computed, e.g. "qkv".
-problem head_projection(shape_args& s, const std::string& which) {
-  const int DK = s["d_k"], H = s["heads"], D = DK * H;
-  return head_projections(s, which,
-                          {weight_type::float32, 4.0,
-                           [D](call_set& c, const std::vector<int>& dims) {
-                             c.f.push_back(random_panels(dims, 1, 1 / std::sqrt(float(D))));
-                           },
-                           [=](const call_set& c, int k) {
-                             return panels_to_ref(c.f[std::size_t(1 + k)], {D, DK, H}, 1);
-                           },
-                           [](const call_set&, int, const ref::tensor& x, const ref::tensor& w,
-                              const ref::tensor& bias) { return ref::linear(x, w, bias); }});
-}
-
-problem out_projection(shape_args& s) {
-  problem p;
-  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  p.f_names = {"a", "w", "b", "residual", "out"}, p.outputs = {"out"}, p.activations = {"a", "residual", "out"};
-  p.make = [=] {
-    return call_set{{random({DK, T, H, B}, 1), random_panels({DK, H, D}, 2, 1 / std::sqrt(float(D))), random({D}, 0.1f),
-                     random({D, T, B}, 1), fb(D, T, B)}};
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    const auto w = panels_to_ref(c.f[1], {DK, H, D}, 2); // (out, h * d_k + j)
-    const auto bias = ref::to_ref(c.f[2]);
-    for (auto [t, b] : sample_rows(T, B)) {
-      const auto a = ref::merge_heads(ref::to_ref(c.f[0].cropped(1, t, 1).cropped(3, b, 1)));
-      compare_row3(c.f[4], ref::add(row3(c.f[3], t, b), ref::linear(a, w, bias)), t, b, m);
-    }
-  };
-  p.flops = 2.0 * D * D * T * B, p.bytes = 4.0 * (D * D + D);
-  p.gemms = {{T * B, D, D}};
-  return p;
-}
-
 // half_kv: k and v in float16 (attention_f16kv), compared with the float64
 // attention of their float16 values, so the float32 arithmetic's tolerance holds.
 // shared=1: rows read through a table that is not the identity (row b's key j in
@@ -254,43 +177,43 @@ problem embedding(shape_args& s) {
   return p;
 }
 
-const std::map<std::string, std::function<problem(shape_args&)>>& problems() {
-  static const std::map<std::string, std::function<problem(shape_args&)>> all{
-      {"logits", logits},
-      {"logits_int8", int8::logits},
-      {"embedding_int8", int8::embedding},
-      {"qkv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "qkv"); }},
-      {"kv_projection_int8", [](shape_args& a) { return int8::head_projection(a, "kv"); }},
-      {"q_projection_int8", [](shape_args& a) { return int8::head_projection(a, "q"); }},
-      {"out_projection_int8", int8::out_projection},
-      {"ffn_relu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::relu); }},
-      {"ffn_gelu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::gelu); }},
-      {"ffn_silu_int8", [](shape_args& a) { return int8::ffn(a, ref::activation::silu); }},
-      {"logits_bf16", bf16::logits},
-      {"qkv_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "qkv"); }},
-      {"kv_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "kv"); }},
-      {"q_projection_bf16", [](shape_args& a) { return bf16::head_projection(a, "q"); }},
-      {"out_projection_bf16", bf16::out_projection},
-      {"ffn_relu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::relu); }},
-      {"ffn_gelu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::gelu); }},
-      {"ffn_silu_bf16", [](shape_args& a) { return bf16::ffn(a, ref::activation::silu); }},
-      {"ffn_relu", [](shape_args& a) { return ffn(a, ref::activation::relu); }},
-      {"ffn_gelu", [](shape_args& a) { return ffn(a, ref::activation::gelu); }},
-      {"ffn_silu", [](shape_args& a) { return ffn(a, ref::activation::silu); }},
-      {"qkv_projection", [](shape_args& a) { return head_projection(a, "qkv"); }},
-      {"kv_projection", [](shape_args& a) { return head_projection(a, "kv"); }},
-      {"q_projection", [](shape_args& a) { return head_projection(a, "q"); }},
-      {"out_projection", out_projection},
-      {"attention", [](shape_args& a) { return attention(a, false); }},
-      {"attention_f16kv", [](shape_args& a) { return attention(a, true); }},
-      {"kv_to_float16", f16::kv_to_float16},
-      {"layernorm", [](shape_args& a) { return layernorm(a, false); }},
-      {"add_layernorm", [](shape_args& a) { return layernorm(a, true); }},
-      {"softmax", [](shape_args& a) { return softmax(a, false); }},
-      {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
-      {"greedy_pick", greedy_pick},
-      {"beam_candidates", beam_candidates},
-      {"embedding", embedding}};
+using problem_table = std::map<std::string, std::function<problem(shape_args&)>>;
+
+// The GEMM problems of compute type C (dsl/compute_types.hpp) under its kernels'
+// names, over weights `w` of its type.
+template <class C> void add_gemm_problems(problem_table& all, gemm_weights w) {
+  using dsl::name_in;
+  const auto add = [&](std::string_view name, std::function<problem(shape_args&)> make) {
+    all.emplace(std::string(name), std::move(make));
+  };
+  add(name_in<"logits", C>, [w](shape_args& a) { return logits(a, w); });
+  add(name_in<"qkv_projection", C>, [w](shape_args& a) { return head_projections(a, "qkv", w); });
+  add(name_in<"kv_projection", C>, [w](shape_args& a) { return head_projections(a, "kv", w); });
+  add(name_in<"q_projection", C>, [w](shape_args& a) { return head_projections(a, "q", w); });
+  add(name_in<"out_projection", C>, [w](shape_args& a) { return out_projection(a, w); });
+  add(name_in<"ffn_relu", C>, [w](shape_args& a) { return ffn(a, w, ref::activation::relu); });
+  add(name_in<"ffn_gelu", C>, [w](shape_args& a) { return ffn(a, w, ref::activation::gelu); });
+  add(name_in<"ffn_silu", C>, [w](shape_args& a) { return ffn(a, w, ref::activation::silu); });
+}
+
+const problem_table& problems() {
+  static const problem_table all = [] {
+    problem_table t{{"embedding_int8", int8::embedding},
+                    {"attention", [](shape_args& a) { return attention(a, false); }},
+                    {"attention_f16kv", [](shape_args& a) { return attention(a, true); }},
+                    {"kv_to_float16", f16::kv_to_float16},
+                    {"layernorm", [](shape_args& a) { return layernorm(a, false); }},
+                    {"add_layernorm", [](shape_args& a) { return layernorm(a, true); }},
+                    {"softmax", [](shape_args& a) { return softmax(a, false); }},
+                    {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
+                    {"greedy_pick", greedy_pick},
+                    {"beam_candidates", beam_candidates},
+                    {"embedding", embedding}};
+    add_gemm_problems<dsl::compute::float32>(t, float32_weights);
+    add_gemm_problems<dsl::compute::int8>(t, int8_weights);
+    add_gemm_problems<dsl::compute::bfloat16>(t, bf16_weights);
+    return t;
+  }();
   return all;
 }
 } // namespace

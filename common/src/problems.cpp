@@ -81,56 +81,6 @@ void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_m
       m.add(got(j, t, h, b), want.data[std::size_t(h * DK + j)]);
 }
 namespace {
-void name_head_projections(problem& p, const std::string& which, weight_type weights) {
-  p.f_names = {"x"};
-  for (const std::string prefix : {"w_", "b_", ""})
-    for (char w : which) {
-      if (prefix == "w_" && weights == weight_type::bf16)
-        continue;
-      p.f_names.push_back(prefix + w + (weights == weight_type::int8 && prefix == "w_" ? "_step" : ""));
-    }
-  for (char w : which) {
-    p.outputs.push_back(std::string(1, w));
-    if (weights == weight_type::int8)
-      p.i8_names.push_back(std::string("w_") + w);
-    if (weights == weight_type::bf16)
-      p.bf16_names.push_back(std::string("w_") + w);
-  }
-  p.activations = p.outputs;
-  p.activations.push_back("x");
-}
-} // namespace
-
-problem head_projections(shape_args& s, const std::string& which, const head_weights& w) {
-  problem p;
-  const int DK = s["d_k"], H = s["heads"], T = s["t"], B = s["batch"], D = DK * H;
-  const int n = int(which.size()), weight_floats = w.type == weight_type::bf16 ? 0 : 1; // per projection
-  name_head_projections(p, which, w.type);
-  p.make = [=] {
-    call_set c{{random({D, T, B}, 1)}};
-    for (int k = 0; k < n; ++k)
-      w.add(c, {D, DK, H});
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(random({DK, H}, 0.1f));
-    for (int k = 0; k < n; ++k)
-      c.f.push_back(fb(DK, T, H, B));
-    return c;
-  };
-  p.verify = [=](call_set& c, error_meter& m) {
-    for (int k = 0; k < n; ++k) {
-      const auto weight = w.reference(c, k), bias = ref::head_bias_to_ref(c.f[std::size_t(1 + n * weight_floats + k)]);
-      const fb& out = c.f[std::size_t(1 + n * weight_floats + n + k)];
-      for (auto [t, b] : sample_rows(T, B))
-        compare_heads(out, w.linear(c, k, row3(c.f[0], t, b), weight, bias), t, b, m);
-    }
-  };
-  const double steps = w.type == weight_type::int8 ? 1 : 0; // a float per output row
-  p.flops = 2.0 * n * D * D * T * B;
-  p.bytes = w.bytes * n * D * D + 4.0 * (1 + steps) * n * D;
-  p.gemms.assign(std::size_t(n), {T * B, D, D});
-  return p;
-}
-namespace {
 bool every_row = false;
 }
 void verify_every_row(bool all) { every_row = all; }

@@ -1,7 +1,8 @@
 // Every kernel as a problem at a shape: its arguments by name (as its DSL
 // definition names them), random inputs, float64 verification against
 // halformer/reference, the FLOP and byte counts, and shapes to test it at.
-// kernel_problems.cpp defines one per kernel; the tuner's harness verifies and
+// kernel_problems.cpp lists one per kernel (the GEMMs written once over their
+// weights' type in gemm_problems.cpp); the tuner's harness verifies and
 // times them, the kernel benchmarks time them, and the kernel tests run every
 // compiled kernel on its test shapes.
 #pragma once
@@ -185,24 +186,47 @@ ref::tensor row3(const fb& x, int t, int b);
 void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
 // A head-layout output's row (d_k, t, heads, batch at t, b) against want (heads x d_k).
 void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
-// The head projections `which` (e.g. "qkv") with weights (d_model, d_k, heads)
-// of one type. Arguments: x, then the float inputs (float32 weights, or with
-// int8 weights their steps w_<p>_step), the biases and the outputs; int8 weights
-// w_<p> are i8 inputs, bfloat16 ones bf16 inputs.
+// The GEMM kernels' weights of one type (gemm_problems.cpp), as the runtime
+// loads them, in panels (dsl/panels.hpp): float32 (a float argument <name>),
+// int8 with a step per output (an i8 argument <name> and a float one
+// <name>_step), or bfloat16 (a bf16 argument <name>). The GEMM problems are
+// written once over it.
 enum class weight_type { float32, int8, bf16 };
-struct head_weights {
+struct gemm_weights {
   weight_type type;
-  double bytes; // of a weight element
-  // Adds one projection's random weight of `dims` (its float input, if any, to f).
-  std::function<void(call_set&, const std::vector<int>& dims)> add;
-  // Projection k's weight as a reference (out, in), converted once per verify.
-  std::function<ref::tensor(const call_set&, int k)> reference;
-  // Projection k's output for the input row x: its reference weight w, the bias.
-  std::function<ref::tensor(const call_set&, int k, const ref::tensor& x, const ref::tensor& w,
-                            const ref::tensor& bias)>
-      linear;
+  // Where weight <name>'s buffers are in a call_set: `weight` in the type's list
+  // (f, i8 or bf16), an int8 weight's `step` in f.
+  struct slot {
+    std::size_t weight, step;
+  };
+  struct ffn_operands {
+    ref::tensor x, residual, w1, b1, w2, b2;
+  };
+  struct ffn_result {
+    ref::tensor y, slack; // slack: what hidden values at a rounding boundary may change
+  };
+  double bytes() const; // of a weight element
+  double tolerance() const;
+  // Appends weight <w>'s arguments to p's names, in the order add() makes them.
+  void name(problem& p, const std::string& w) const;
+  slot slot_of(const problem& p, const std::string& w) const;
+  // Appends a random weight of logical extents `dims` (its first `inputs` dims index the input).
+  void add(call_set& c, const std::vector<int>& dims, int inputs) const;
+  // The weight at `s` as a reference (out, in) matrix.
+  ref::tensor reference(const call_set& c, slot s, const std::vector<int>& dims, int inputs) const;
+  // The output for input row(s) x of the weight at `s`, its reference `w` and the bias.
+  ref::tensor linear(const call_set& c, slot s, const ref::tensor& x, const ref::tensor& w,
+                     const ref::tensor& bias) const;
+  ffn_result ffn(const call_set& c, slot s1, slot s2, const ffn_operands& o, ref::activation act) const;
+  // A call's bytes from memory: the weights' elements, and a bias (and step) per output.
+  double call_bytes(double weight_elements, double outputs) const;
 };
-problem head_projections(shape_args& s, const std::string& which, const head_weights& w);
+inline constexpr gemm_weights float32_weights{weight_type::float32}, int8_weights{weight_type::int8},
+    bf16_weights{weight_type::bf16};
+problem logits(shape_args& s, const gemm_weights& w);
+problem head_projections(shape_args& s, const std::string& which, const gemm_weights& w); // which: e.g. "qkv"
+problem out_projection(shape_args& s, const gemm_weights& w);
+problem ffn(shape_args& s, const gemm_weights& w, ref::activation act);
 // The (t, b) rows verify() compares: first, last and a few in between, or every
 // row after verify_every_row(true) (the kernel tests).
 std::vector<std::pair<int, int>> sample_rows(int T, int B);
