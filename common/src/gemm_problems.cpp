@@ -56,15 +56,9 @@ void gemm_weights::name(problem& p, const std::string& w) const {
 }
 
 gemm_weights::slot gemm_weights::slot_of(const problem& p, const std::string& w) const {
-  switch (type) {
-  case weight_type::float32:
-    return {index_of(p.f_names, w), 0};
-  case weight_type::int8:
+  if (type == weight_type::int8)
     return {index_of(p.i8_names, w), index_of(p.f_names, w + "_step")};
-  case weight_type::bf16:
-    break;
-  }
-  return {index_of(p.bf16_names, w), 0};
+  return {index_of(type == weight_type::bf16 ? p.bf16_names : p.f_names, w), 0};
 }
 
 // Normal weights of deviation 1 / sqrt(inputs), so that outputs stay O(1); int8
@@ -84,28 +78,20 @@ void gemm_weights::add(call_set& c, const std::vector<int>& dims, int inputs) co
 }
 
 ref::tensor gemm_weights::reference(const call_set& c, slot s, const std::vector<int>& dims, int inputs) const {
-  switch (type) {
-  case weight_type::float32:
-    return panels_to_ref(c.f.at(s.weight), dims, inputs);
-  case weight_type::int8:
+  if (type == weight_type::int8)
     return ref::dot_weight_to_ref(dsl::panels::unpack<i8b>(c.i8.at(s.weight), dims, inputs), inputs);
-  case weight_type::bf16:
-    break;
-  }
-  return bf16_panels_to_ref(c.bf16.at(s.weight), dims, inputs);
+  if (type == weight_type::bf16)
+    return bf16_panels_to_ref(c.bf16.at(s.weight), dims, inputs);
+  return panels_to_ref(c.f.at(s.weight), dims, inputs);
 }
 
 ref::tensor gemm_weights::linear(const call_set& c, slot s, const ref::tensor& x, const ref::tensor& w,
                                  const ref::tensor& bias) const {
-  switch (type) {
-  case weight_type::float32:
-    return ref::linear(x, w, bias);
-  case weight_type::int8:
+  if (type == weight_type::int8)
     return ref::quantized_linear(x, w, ref::to_ref(c.f.at(s.step)), bias);
-  case weight_type::bf16:
-    break;
-  }
-  return ref::bf16_linear(x, w, bias);
+  if (type == weight_type::bf16)
+    return ref::bf16_linear(x, w, bias);
+  return ref::linear(x, w, bias);
 }
 
 gemm_weights::ffn_result gemm_weights::ffn(const call_set& c, slot s1, slot s2, const ffn_operands& o,

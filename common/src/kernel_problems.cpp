@@ -180,9 +180,14 @@ problem embedding(shape_args& s) {
 using problem_table = std::map<std::string, std::function<problem(shape_args&)>>;
 
 // The GEMM problems of compute type C (dsl/compute_types.hpp) under its kernels'
-// names, over weights `w` of its type.
-template <class C> void add_gemm_problems(problem_table& all, gemm_weights w) {
+// names, over weights of its weight type.
+template <class C> void add_gemm_problems(problem_table& all) {
   using dsl::name_in;
+  constexpr dsl::dtype type = C::weight_type.value;
+  static_assert(type == dsl::dtype::f32 || type == dsl::dtype::i8 || type == dsl::dtype::bf16);
+  const gemm_weights w{type == dsl::dtype::i8     ? weight_type::int8
+                       : type == dsl::dtype::bf16 ? weight_type::bf16
+                                                  : weight_type::float32};
   const auto add = [&](std::string_view name, std::function<problem(shape_args&)> make) {
     all.emplace(std::string(name), std::move(make));
   };
@@ -209,9 +214,9 @@ const problem_table& problems() {
                     {"greedy_pick", greedy_pick},
                     {"beam_candidates", beam_candidates},
                     {"embedding", embedding}};
-    add_gemm_problems<dsl::compute::float32>(t, float32_weights);
-    add_gemm_problems<dsl::compute::int8>(t, int8_weights);
-    add_gemm_problems<dsl::compute::bfloat16>(t, bf16_weights);
+    add_gemm_problems<dsl::compute::float32>(t);
+    add_gemm_problems<dsl::compute::int8>(t);
+    add_gemm_problems<dsl::compute::bfloat16>(t);
     return t;
   }();
   return all;

@@ -221,8 +221,6 @@ struct gemm_weights {
   // A call's bytes from memory: the weights' elements, and a bias (and step) per output.
   double call_bytes(double weight_elements, double outputs) const;
 };
-inline constexpr gemm_weights float32_weights{weight_type::float32}, int8_weights{weight_type::int8},
-    bf16_weights{weight_type::bf16};
 problem logits(shape_args& s, const gemm_weights& w);
 problem head_projections(shape_args& s, const std::string& which, const gemm_weights& w); // which: e.g. "qkv"
 problem out_projection(shape_args& s, const gemm_weights& w);
