@@ -50,7 +50,7 @@ void gemm_weights::name(problem& p, const std::string& w) const {
   if (type == weight_type::float32)
     p.f_names.push_back(w);
   if (type == weight_type::int8)
-    p.f_names.push_back(w + "_step"), p.i8_names.push_back(w);
+    p.f_names.push_back(w + "_step"), p.i_names.push_back(w + "_sums"), p.i8_names.push_back(w);
   if (type == weight_type::bf16)
     p.bf16_names.push_back(w);
 }
@@ -72,8 +72,11 @@ void gemm_weights::add(call_set& c, const std::vector<int>& dims, int inputs) co
   if (type == weight_type::bf16)
     c.bf16.push_back(random_bf16_panels(dims, inputs, scale));
   if (type == weight_type::int8) {
-    c.f.push_back(int8::random_steps(std::vector<int>(dims.begin() + inputs, dims.end()), in));
-    c.i8.push_back(dsl::panels::pack<i8b>(random_int8_weight(dims), inputs));
+    const std::vector<int> outputs(dims.begin() + inputs, dims.end());
+    const i8b w = random_int8_weight(dims);
+    c.f.push_back(int8::random_steps(outputs, in));
+    c.i.push_back(int8::weight_sums(w, in, outputs));
+    c.i8.push_back(dsl::panels::pack<i8b>(w, inputs));
   }
 }
 
@@ -112,9 +115,9 @@ gemm_weights::ffn_result gemm_weights::ffn(const call_set& c, slot s1, slot s2, 
 
 // What a call moves from memory besides its activations: the weights of
 // `weight_elements` elements, and per output (`outputs`) a float32 bias and, for
-// int8, a float32 step.
+// int8, a float32 step and an int32 sum.
 double gemm_weights::call_bytes(double weight_elements, double outputs) const {
-  return bytes() * weight_elements + 4.0 * (type == weight_type::int8 ? 2 : 1) * outputs;
+  return bytes() * weight_elements + 4.0 * (type == weight_type::int8 ? 3 : 1) * outputs;
 }
 
 // Weights (d_model, vocab).

@@ -1,5 +1,5 @@
-// The int8 embedding's problem and the int8 weights' random steps (the GEMMs'
-// problems are gemm_problems.cpp's): tables in panels (dsl/panels.hpp) with one
+// The int8 embedding's problem and the int8 weights' random steps and value
+// sums (the GEMMs' problems are gemm_problems.cpp's): tables in panels (dsl/panels.hpp) with one
 // step per entry, as the loader quantizes them.
 #include "int8_problems.hpp"
 
@@ -15,6 +15,17 @@ fb random_steps(std::vector<int> outputs, int inputs) {
   fb steps = random(std::move(outputs), 0.25f);
   steps.for_each_value([&](float& v) { v = (1 + std::abs(v)) / (127 * std::sqrt(float(inputs))); });
   return steps;
+}
+
+// The sum of each output's values of the dense int8 weight `w` (its first
+// `inputs` elements are output 0's, and so on), as the loader makes them.
+ib weight_sums(const i8b& w, int inputs, std::vector<int> outputs) {
+  ib sums(std::move(outputs));
+  sums.fill(0);
+  const int8_t* v = w.data();
+  for (std::size_t i = 0; i < std::size_t(w.number_of_elements()); ++i)
+    sums.data()[i / std::size_t(inputs)] += v[i];
+  return sums;
 }
 
 // The embedding of an int8 table with a step per entry (values up to ~2).

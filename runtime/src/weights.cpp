@@ -70,18 +70,28 @@ std::size_t model_weights::bytes() const {
 
 namespace {
 // Stored in panels (dsl/panels.hpp), as the int8 GEMM and embedding kernels read
-// them: quantized as they are packed (quantize_rows' values without its copy).
+// them: quantized as they are packed (quantize_rows' values without its copy),
+// with each output's step and the sum of its int8 values (the GEMMs' zero-point
+// correction, dsl::int8_contract), summed as they are quantized.
 void add_int8_panels(std::span<const float> w, const std::vector<int>& dims, int inputs, layer_tensors& into,
                      const std::string& name) {
   int in = 1;
   for (int d = 0; d < inputs; ++d)
     in *= dims[std::size_t(d)];
   const quantized_row_steps q = row_steps(w, int(w.size() / std::size_t(in)), in);
-  into[name] = dsl::panels::pack_rows<Halide::Runtime::Buffer<int8_t>>(
-      w.data(), dims, inputs, [&](std::size_t row, float v) { return quantized_value(v, q.inverses[row]); });
-  fbuffer steps(std::vector<int>(dims.begin() + inputs, dims.end()));
+  const std::vector<int> outputs(dims.begin() + inputs, dims.end());
+  ibuffer sums(outputs);
+  sums.fill(0);
+  into[name] =
+      dsl::panels::pack_rows<Halide::Runtime::Buffer<int8_t>>(w.data(), dims, inputs, [&](std::size_t row, float v) {
+        const int8_t value = quantized_value(v, q.inverses[row]);
+        sums.data()[row] += value;
+        return value;
+      });
+  fbuffer steps(outputs);
   std::copy(q.steps.begin(), q.steps.end(), steps.data());
   into[dsl::layers::step_name(name)] = steps;
+  into[dsl::layers::sums_name(name)] = sums;
 }
 
 // A GEMM weight `w` (PyTorch's [out][in] rows) of the model's type under `name`,
@@ -177,7 +187,7 @@ public:
   }
 
   // Puts `name` repacked as `layout` (a key naming the layout) into `into` under
-  // `as` (and its step, for int8): repacked by `make` the first time, shared after.
+  // `as` (and its step and sums, for int8): repacked by `make` the first time, shared after.
   template <class Make>
   void repacked(const std::string& name, const std::string& layout, layer_tensors& into, const std::string& as,
                 Make make) {
@@ -188,7 +198,7 @@ public:
       make(one);
       it = repacked_.emplace(key, std::move(one)).first;
     }
-    for (const auto& [n, b] : it->second) // "<as>" and maybe its step
+    for (const auto& [n, b] : it->second) // "<as>" and maybe its step and sums
       into[n == "" ? as : as + n] = b;
   }
 

@@ -6,7 +6,7 @@
 // projection): float32 ones stored in panels (dsl/panels.hpp), as are float32
 // embedding tables (a tied table is the generator's buffer). int8 GEMMs
 // (dsl/gemm_steps.hpp): quantized per output row (step max |w| / 127, values
-// rounded half to even), in panels, steps under "<name>.step"; only the int8
+// rounded half to even), in panels, steps under "<name>.step" and value sums under "<name>.sums"; only the int8
 // values stay resident; int8 embedding tables likewise, per token (a step per
 // entry; a tied table is the generator's buffers). bfloat16 GEMMs: rounded to bfloat16 (nearest even), in
 // rows, no steps; embedding tables stay float32 panels (a tied generator is then

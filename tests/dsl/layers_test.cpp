@@ -188,15 +188,16 @@ TEST_CASE("the GEMM kernels of each compute type", "[layers]") {
     return args;
   };
   CHECK(signature("qkv_projection_int8") ==
-        std::vector<std::string>{"x:float32", "w_q:int8", "w_k:int8", "w_v:int8", "w_q_step:float32",
-                                 "w_k_step:float32", "w_v_step:float32", "b_q:float32", "b_k:float32", "b_v:float32"});
+        std::vector<std::string>{"x:float32", "w_q:int8", "w_k:int8", "w_v:int8", "w_q_step:float32", "w_q_sums:int32",
+                                 "w_k_step:float32", "w_k_sums:int32", "w_v_step:float32", "w_v_sums:int32",
+                                 "b_q:float32", "b_k:float32", "b_v:float32"});
   CHECK(signature("kv_projection_bf16") ==
         std::vector<std::string>{"x:float32", "w_k:bfloat16", "w_v:bfloat16", "b_k:float32", "b_v:float32"});
-  CHECK(signature("out_projection_int8") ==
-        std::vector<std::string>{"a:float32", "w:int8", "w_step:float32", "b:float32", "residual:float32"});
-  CHECK(signature("ffn_silu_int8") == std::vector<std::string>{"x:float32", "residual:float32", "w1:int8",
-                                                               "w1_step:float32", "b1:float32", "w2:int8",
-                                                               "w2_step:float32", "b2:float32"});
+  CHECK(signature("out_projection_int8") == std::vector<std::string>{"a:float32", "w:int8", "w_step:float32",
+                                                                     "w_sums:int32", "b:float32", "residual:float32"});
+  CHECK(signature("ffn_silu_int8") ==
+        std::vector<std::string>{"x:float32", "residual:float32", "w1:int8", "w1_step:float32", "w1_sums:int32",
+                                 "b1:float32", "w2:int8", "w2_step:float32", "w2_sums:int32", "b2:float32"});
   CHECK(signature("ffn_gelu") == std::vector<std::string>{"x:float32", "residual:float32", "w1:float32", "b1:float32",
                                                           "w2:float32", "b2:float32"});
   CHECK(signature("logits_bf16") == std::vector<std::string>{"x:float32", "w:bfloat16", "b:float32"});

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 using namespace halformer::dsl;
 using namespace halformer::dsl::dims;
@@ -26,9 +27,10 @@ static_assert(dtype_v<decltype(input("x", shape(d_model, t)))> == dtype::f32);
 // int8 . int8 accumulates in int32; the quantized linear's result is float32 in linear's shape.
 static_assert(dtype_v<decltype(contract("c", input("a", shape(d_model, t), i8), input("w", shape(d_ff, d_model), i8),
                                         shape(d_ff, t)))> == dtype::i32);
-using qlinear =
-    decltype(quantized_linear("y", input("x", shape(d_model, t, batch)), input("w", shape(d_model, d_ff), i8),
-                              input("s", shape(d_ff)), input("b", shape(d_ff))));
+using qlinear = decltype(quantized_linear(
+    "y", input("x", shape(d_model, t, batch)),
+    make_int8_weight(input("w", shape(d_model, d_ff), i8), input("s", shape(d_ff)), input("ws", shape(d_ff), i32)),
+    input("b", shape(d_ff))));
 static_assert(dtype_v<qlinear> == dtype::f32);
 static_assert(std::is_same_v<shape_t<qlinear>, decltype(shape(d_ff, t, batch))>);
 
@@ -39,44 +41,55 @@ std::uint32_t test_seed() {
   return std::random_device{}();
 }
 
-// The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, w_step, b),
-// w a plain int8 input or stored in panels (dsl/panels.hpp), its products as int16
-// pairs or byte quads (the lowering's two forms; both are plain arithmetic, any
-// host runs them).
-enum class weights { rows, panels_pairs, panels_quads };
+// The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, b), w
+// a plain int8 input or stored in panels (dsl/panels.hpp) with its steps and
+// value sums, its products as int16 pairs or byte quads offset by the weight's
+// sums (the lowering's two forms; both are plain arithmetic, any host runs them).
+struct weights {
+  bool panels, quads;
+};
 struct quantized_pipeline {
   weights layout;
   Halide::ImageParam x_in{Halide::Float(32), 3, "x"}, w_in, s_in{Halide::Float(32), 1, "w_step"},
-      b_in{Halide::Float(32), 1, "b"};
+      sums_in{Halide::Int(32), 1, "w_sums"}, b_in{Halide::Float(32), 1, "b"};
   lowering ctx;
   lowered out;
-  explicit quantized_pipeline(weights l = weights::rows)
-      : layout(l), w_in(Halide::Int(8), l == weights::rows ? 2 : 4, "w") {
+  explicit quantized_pipeline(weights l = {false, false}) : layout(l), w_in(Halide::Int(8), l.panels ? 4 : 2, "w") {
     auto x = input("x", shape(d_model, t, batch));
     auto s = input("w_step", shape(d_ff));
+    auto sums = input("w_sums", shape(d_ff), i32);
     auto b = input("b", shape(d_ff));
-    ctx.int8_quads = l == weights::panels_quads;
-    ctx.bind(x, x_in), ctx.bind(s, s_in), ctx.bind(b, b_in);
-    if (l == weights::rows) {
-      auto w = input("w", shape(d_model, d_ff), i8);
-      ctx.bind(w, w_in);
-      out = ctx.lower(quantized_linear("y", x, w, s, b));
-    } else {
+    ctx.int8_quads = l.quads;
+    ctx.bind(x, x_in), ctx.bind(s, s_in), ctx.bind(sums, sums_in), ctx.bind(b, b_in);
+    if (l.panels) {
       auto w = panel_input("w", shape(d_model, d_ff), 1);
       ctx.bind(w, w_in);
-      out = ctx.lower(quantized_linear("y", x, w, s, b));
+      out = ctx.lower(quantized_linear("y", x, make_int8_weight(w, s, sums), b));
+    } else {
+      auto w = input("w", shape(d_model, d_ff), i8);
+      ctx.bind(w, w_in);
+      out = ctx.lower(quantized_linear("y", x, make_int8_weight(w, s, sums), b));
     }
   }
+  // The weight (d_model, d_ff) and its value sums, as the loader makes them.
   void set_weights(const Halide::Buffer<int8_t>& wb) {
-    if (layout == weights::rows)
-      w_in.set(wb);
-    else
+    Halide::Buffer<int32_t> sums(wb.dim(1).extent());
+    for (int o = 0; o < wb.dim(1).extent(); ++o) {
+      sums(o) = 0;
+      for (int i = 0; i < wb.dim(0).extent(); ++i)
+        sums(o) += wb(i, o);
+    }
+    sums_in.set(sums);
+    if (layout.panels)
       w_in.set(panels::pack<Halide::Buffer<int8_t>>(wb, 1));
+    else
+      w_in.set(wb);
   }
 };
-constexpr std::array all_layouts{weights::rows, weights::panels_pairs, weights::panels_quads};
-const char* layout_name(weights l) {
-  return l == weights::rows ? "plain int8 weights" : l == weights::panels_pairs ? "panels, pairs" : "panels, quads";
+constexpr std::array all_layouts{weights{false, false}, weights{false, true}, weights{true, false},
+                                 weights{true, true}};
+std::string layout_name(weights l) {
+  return std::string(l.panels ? "panels" : "plain int8 weights") + (l.quads ? ", quads" : ", pairs");
 }
 
 // A row's int8 values as the DSL defines them, in float32 (round half to even).
@@ -170,8 +183,11 @@ TEST_CASE("quantization rounds half to even and never yields -128", "[dsl][int8]
 }
 
 // Products of two int8 values of magnitude <= 127 sum pairwise to <= 32258 < 2^15,
-// so no int16 step of any x86 lowering can saturate, and int32 holds the sum of
-// 133000 of them. The extremes: every product +-127^2, all of one sign.
+// so no int16 step of the pairs (pmaddwd) can saturate; the quads' offset inputs
+// (x + 128 in [1, 255]) give products within 255 x 127 = 32385, which vpdpbusd
+// adds to int32 without an int16 step; int32 holds the sum of 66000 of them.
+// The extremes: every product +-127^2 (quads: 255 x +-127 and 1 x +-127), all of
+// one sign.
 TEST_CASE("int8 accumulation at the extremes neither saturates nor overflows", "[dsl][int8]") {
   for (weights layout : all_layouts) {
     INFO(layout_name(layout));

@@ -42,7 +42,7 @@ TEST_CASE("timing sets copy weights and caches and share the step's activations"
   p.sets.push_back(p.make());
   p.add_rotation_sets();
   const auto [memory, activation] = p.set_bytes();
-  CHECK(memory == 512 * 512 + 2 * 4 * 512); // the int8 weight, its steps and the bias
+  CHECK(memory == 512 * 512 + 3 * 4 * 512); // the int8 weight, its steps and sums, and the bias
   CHECK(activation == 4 * 512 * 8 * 2);     // x and the output at batch 8
   REQUIRE(p.sets.size() == (64u << 20) / memory + 1);
   for (std::size_t k = 1; k < p.sets.size(); ++k) {

@@ -43,7 +43,7 @@ TEST_CASE("an int8 model keeps only int8 weights resident", "[int8]") {
   Model f = load("base_width", "float32"), q = load("base_width", "int8");
   CHECK(q.compute_type() == "int8");
   CHECK(f.compute_type() == "float32");
-  // Every GEMM weight and embedding table: 4 bytes -> 1 byte and a step per row;
+  // Every GEMM weight and embedding table: 4 bytes -> 1 byte and a step and a sum per row;
   // biases and norms (~0.3% of the weights) stay float32.
   INFO("float32 " << f.weight_bytes() << " bytes, int8 " << q.weight_bytes());
   CHECK(double(q.weight_bytes()) < 0.27 * double(f.weight_bytes()));

@@ -188,8 +188,8 @@ void compare_row3(const fb& got, const ref::tensor& want, int t, int b, error_me
 void compare_heads(const fb& got, const ref::tensor& want, int t, int b, error_meter& m);
 // The GEMM kernels' weights of one type (gemm_problems.cpp), as the runtime
 // loads them, in panels (dsl/panels.hpp): float32 (a float argument <name>),
-// int8 with a step per output (an i8 argument <name> and a float one
-// <name>_step), or bfloat16 (a bf16 argument <name>). The GEMM problems are
+// int8 with a step and a value sum per output (an i8 argument <name>, a float
+// one <name>_step and an int32 one <name>_sums), or bfloat16 (a bf16 argument <name>). The GEMM problems are
 // written once over it.
 enum class weight_type { float32, int8, bf16 };
 struct gemm_weights {

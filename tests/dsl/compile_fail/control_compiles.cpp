@@ -13,7 +13,8 @@ int main() {
   // the int8 control: a quantized linear, and an int8 contraction dequantized
   auto w8 = input("w8", shape(d_model, d_ff), i8);
   auto step = quant_step("step", x);
-  (void)quantized_linear("q", x, w8, input("w_step", shape(d_ff)), b);
+  (void)quantized_linear("q", x, make_int8_weight(w8, input("w_step", shape(d_ff)), input("w_sums", shape(d_ff), i32)),
+                         b);
   (void)dequantize("dq", contract("acc", quantize("xq", x, step), w8, shape(d_ff, t, batch)), step,
                    input("w_step", shape(d_ff)));
   (void)layers::encoder_layer(hana::true_c, "relu");

@@ -2,8 +2,9 @@
 // x . W + bias, so that each weight-heavy kernel (kernels_gemm.hpp) and each
 // layer step running one (gemm_steps.hpp) is written once for all of them.
 // - float32: float32 weights in panels, the bias fused into the sums (linear);
-// - int8: int8 weights in panels with one float32 step per output ("<w>_step"),
-//   inputs quantized per row, exact int32 sums, dequantized (quantized_linear);
+// - int8: int8 weights in panels with one float32 step per output ("<w>_step")
+//   and the int32 sum of each output's values ("<w>_sums"), inputs quantized
+//   per row, exact int32 sums, dequantized (quantized_linear);
 // - bfloat16: bfloat16 weights in panels, inputs rounded, float32 sums
 //   (bf16_linear); CPU kernels only.
 // A new compute type is one more struct of this shape and its kernels' entries
@@ -42,20 +43,21 @@ namespace compute {
 // - suffix: its kernels' and schedules' names are the float32 ones' plus it;
 // - cpu_only: its kernels are left out of the GPU libraries;
 // - weight_type: the element type of its weight panels;
-// - steps(w, outputs): the leaves a weight `w` carries besides itself (int8's
-//   float32 step per output, "<w>_step"), a hana::tuple, empty for the others;
+// - aux(w, outputs): the leaves a weight `w` carries besides its values (int8's
+//   float32 step and int32 sum per output, "<w>_step" and "<w>_sums"), a
+//   hana::tuple, empty for the others; their names are "<w>_<what>";
 // - prepared(name, x): x made ready once for several GEMMs of one kernel (the
 //   q, k and v projections), as stage <name>_<what> where it is one;
-// - linear(name, x, w, steps, bias, out): y = x . W + bias in this type.
+// - linear(name, x, w, aux, bias, out): y = x . W + bias in this type.
 
 struct float32 {
   static constexpr fixed_string suffix = "";
   static constexpr bool cpu_only = false;
   static constexpr auto weight_type = f32;
-  template <class S> static auto steps(const std::string&, S) { return hana::make_tuple(); }
+  template <class S> static auto aux(const std::string&, S) { return hana::make_tuple(); }
   template <Tensor X> static X prepared(const std::string&, X x) { return x; }
-  template <class X, Tensor W, class Steps, Tensor Bias, class Out>
-  static auto linear(std::string name, X x, W w, Steps, Bias bias, Out out) {
+  template <class X, Tensor W, class Aux, Tensor Bias, class Out>
+  static auto linear(std::string name, X x, W w, Aux, Bias bias, Out out) {
     return dsl::linear(std::move(name), std::move(x), std::move(w), std::move(bias), out);
   }
 };
@@ -64,16 +66,17 @@ struct int8 {
   static constexpr fixed_string suffix = "_int8";
   static constexpr bool cpu_only = false;
   static constexpr auto weight_type = i8;
-  template <class S> static auto steps(const std::string& w, S outputs) {
-    return hana::make_tuple(input(w + "_step", outputs));
+  template <class S> static auto aux(const std::string& w, S outputs) {
+    return hana::make_tuple(input(w + "_step", outputs), input(w + "_sums", outputs, i32));
   }
   // Quantized per row, a row being every dimension but x's dim 0 (the features).
   template <Tensor X> static auto prepared(const std::string& name, X x) {
     return quantize_rows(name + "_quantized", std::move(x), decltype(hana::drop_front(shape_t<X>{})){});
   }
-  template <class X, Tensor W, class Steps, Tensor Bias, class Out>
-  static auto linear(std::string name, X x, W w, Steps steps, Bias bias, Out out) {
-    return quantized_linear(std::move(name), std::move(x), std::move(w), hana::front(steps), std::move(bias), out);
+  template <class X, Tensor W, class Aux, Tensor Bias, class Out>
+  static auto linear(std::string name, X x, W w, Aux aux, Bias bias, Out out) {
+    auto weight = make_int8_weight(std::move(w), hana::at_c<0>(aux), hana::at_c<1>(aux));
+    return quantized_linear(std::move(name), std::move(x), std::move(weight), std::move(bias), out);
   }
 };
 
@@ -81,12 +84,12 @@ struct bfloat16 {
   static constexpr fixed_string suffix = "_bf16";
   static constexpr bool cpu_only = true; // no GPU bfloat16 schedules
   static constexpr auto weight_type = bf16;
-  template <class S> static auto steps(const std::string&, S) { return hana::make_tuple(); }
+  template <class S> static auto aux(const std::string&, S) { return hana::make_tuple(); }
   template <Tensor X> static auto prepared(const std::string& name, X x) {
     return to_bfloat16(name + "_bf16", std::move(x));
   }
-  template <class X, Tensor W, class Steps, Tensor Bias, class Out>
-  static auto linear(std::string name, X x, W w, Steps, Bias bias, Out out) {
+  template <class X, Tensor W, class Aux, Tensor Bias, class Out>
+  static auto linear(std::string name, X x, W w, Aux, Bias bias, Out out) {
     return bf16_linear(std::move(name), std::move(x), std::move(w), std::move(bias), out);
   }
 };

@@ -8,8 +8,8 @@
 //
 // Weights by name (relative to the layer), of every type in the dot-product
 // layout (a weight row is one output's inputs: self_attn.w_q is (d_model, d_k,
-// heads)), stored in panels, int8 ones with their steps, one per output, as
-// "<weight>.step".
+// heads)), stored in panels, int8 ones with their steps and value sums, one per
+// output, as "<weight>.step" and "<weight>.sums" (aux_name).
 #pragma once
 
 #include "halformer/dsl/layer_operands.hpp"
@@ -31,15 +31,21 @@ inline constexpr kv_c<kv_type::float32> float32_kv{};
 inline constexpr kv_c<kv_type::float16> float16_kv{};
 template <class KV> inline constexpr bool is_f16_kv_v = KV::value == kv_type::float16;
 
-// The name a weight's int8 steps go by.
-inline std::string step_name(const std::string& weight) { return weight + ".step"; }
+// The model's name of a weight's auxiliary tensor `what` (int8: "step", "sums"):
+// the kernels' leaf "<w>_<what>" (compute_types.hpp: aux) of the weight "<w>".
+inline std::string aux_name(const std::string& weight, const std::string& what) { return weight + "." + what; }
+inline std::string step_name(const std::string& weight) { return aux_name(weight, "step"); }
+inline std::string sums_name(const std::string& weight) { return aux_name(weight, "sums"); }
 
 // A GEMM weight's operands: the kernel's weight leaf bound to the model weight
-// `name`, and each of its step leaves (int8) to "<name>.step".
-template <class W, class Steps, class WS, class SS>
-auto gemm_weight_operands(const W& w, const Steps& steps, const std::string& name, WS w_shape, SS step_shape) {
-  return hana::prepend(hana::transform(steps, [&](const auto& s) { return s >> weight(step_name(name), step_shape); }),
-                       w >> weight(name, w_shape));
+// `name`, and each of its aux leaves "<w>_<what>" (int8) to "<name>.<what>".
+template <class W, class Aux, class WS, class AS>
+auto gemm_weight_operands(const W& w, const Aux& aux, const std::string& name, WS w_shape, AS aux_shape) {
+  const auto bind = [&](const auto& a) {
+    const std::string what = a.op.name.substr(w.op.name.size() + 1);
+    return a >> weight(aux_name(name, what), aux_shape);
+  };
+  return hana::prepend(hana::transform(aux, bind), w >> weight(name, w_shape));
 }
 
 // Head projections of x (d_model, T, batch) by the kernel Projection in compute
@@ -51,7 +57,7 @@ auto head_projection_step(C, const std::string& prefix, const X& x, const std::p
   const auto operands_of = [&](const std::string& which) {
     const std::string w = "w_" + which, b = "b_" + which;
     return hana::append(
-        gemm_weight_operands(k.weight(w), k.steps(w), prefix + w, shape(d_model, d_k, heads), shape(d_k, heads)),
+        gemm_weight_operands(k.weight(w), k.aux(w), prefix + w, shape(d_model, d_k, heads), shape(d_k, heads)),
         k.bias(b) >> weight(prefix + b, shape(d_k, heads)));
   };
   auto ops = hana::concat(hana::make_tuple(k.x >> x, (out::head_layout(outs.first) >> outs.second)...),
@@ -68,7 +74,7 @@ auto out_projection_step(C, T seq, const std::string& prefix, const std::string&
       hana::make_tuple(k.a >> ref(context, shape(d_k, seq, heads, batch)),
                        k.b >> weight(prefix + "b_o", shape(d_model)), k.residual >> ref(x, shape(d_model, seq, batch)),
                        out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
-      gemm_weight_operands(k.w, k.w_steps, prefix + "w_o", shape(d_k, heads, d_model), shape(d_model)));
+      gemm_weight_operands(k.w, k.w_aux, prefix + "w_o", shape(d_k, heads, d_model), shape(d_model)));
   return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 
@@ -82,8 +88,8 @@ auto ffn_step(C, T seq, const std::string& x, const std::string& residual, const
                        k.residual >> ref(residual, shape(d_model, seq, batch)),
                        k.b1 >> weight("linear1.bias", shape(d_ff)), k.b2 >> weight("linear2.bias", shape(d_model)),
                        out::model_layout("out") >> ref(summed, shape(d_model, seq, batch))),
-      hana::concat(gemm_weight_operands(k.w1, k.w1_steps, "linear1.weight", shape(d_model, d_ff), shape(d_ff)),
-                   gemm_weight_operands(k.w2, k.w2_steps, "linear2.weight", shape(d_ff, d_model), shape(d_model))));
+      hana::concat(gemm_weight_operands(k.w1, k.w1_aux, "linear1.weight", shape(d_model, d_ff), shape(d_ff)),
+                   gemm_weight_operands(k.w2, k.w2_aux, "linear2.weight", shape(d_ff, d_model), shape(d_model))));
   const std::string variant = "ffn_" + activation + std::string(name_in<"", C>);
   return hana::unpack(ops, [&](auto... o) { return run_variant(k, variant, o...); });
 }
@@ -118,7 +124,7 @@ template <class C> auto logits_step(C, const std::string& x) {
   const auto ops = hana::concat(
       hana::make_tuple(k.x >> ref(x, shape(d_model, tgt, batch)), k.b >> weight("generator.bias", shape(vocab)),
                        out::vocab_layout("out") >> ref("logits", shape(vocab, tgt, batch))),
-      gemm_weight_operands(k.w, k.w_steps, "generator.weight", shape(d_model, vocab), shape(vocab)));
+      gemm_weight_operands(k.w, k.w_aux, "generator.weight", shape(d_model, vocab), shape(vocab)));
   return hana::unpack(ops, [&](auto... o) { return run(k, o...); });
 }
 

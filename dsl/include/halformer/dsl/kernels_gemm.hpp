@@ -5,9 +5,10 @@
 //
 // Weights are in the dot-product layout (a weight row is one output's inputs,
 // PyTorch's [out][in] as it is), stored in panels of 16 outputs (panels.hpp,
-// panel_input); int8 ones carry one step per output ("<weight>_step"). An
-// input's argument order: activations, then weights, then (int8) their steps,
-// then biases, as each kernel's inputs() lists them. LayerNorm, softmax and
+// panel_input); int8 ones carry one step and one sum of their values per
+// output ("<weight>_step", "<weight>_sums": C::aux). An input's argument order:
+// activations, then weights, then (int8) their steps and sums, then biases, as
+// each kernel's inputs() lists them. LayerNorm, softmax and
 // attention stay float32 in every type (an int8 model's decoder keeps its keys
 // and values in float16 on the CPU: kernels_attention.hpp). Part of
 // kernels.hpp's registry.
@@ -19,32 +20,33 @@ namespace halformer::dsl::kernels {
 
 using namespace dims;
 
-// A weight in panels of C's element type (its steps, if C has them: C::steps).
+// A weight in panels of C's element type (its auxiliary leaves, if C has them: C::aux).
 template <class C, class S> auto gemm_weight(const std::string& n, S s, int inputs) {
   return panel_input(n, s, inputs, C::weight_type);
 }
 
 // Q, K and V (or a subset) of x, directly in head layout (d_k, t, heads, batch),
 // x prepared once for all of them (int8: quantized as "x_quantized"; bfloat16:
-// rounded as "x_bf16"). Weights (d_model, d_k, heads), steps and biases (d_k, heads).
+// rounded as "x_bf16"). Weights (d_model, d_k, heads), their aux and biases (d_k, heads).
 template <class C> struct head_projection_in {
   static constexpr std::string_view schedule = name_in<"head_projection", C>;
   static constexpr bool cpu_only = C::cpu_only;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   static auto weight(const std::string& n) { return gemm_weight<C>(n, shape(d_model, d_k, heads), 1); }
-  static auto steps(const std::string& n) { return C::steps(n, shape(d_k, heads)); }
+  static auto aux(const std::string& n) { return C::aux(n, shape(d_k, heads)); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
 
-  // which: "q", "k" or "v"; inputs "w_<which>", ("w_<which>_step",) "b_<which>"; stage "<which>_proj".
+  // which: "q", "k" or "v"; inputs "w_<which>", (its aux "w_<which>_step" and "w_<which>_sums",) "b_<which>"; stage
+  // "<which>_proj".
   auto projection(const std::string& which) const {
     const std::string w = "w_" + which;
-    return result(which, C::linear(which + "_proj", C::prepared("x", x), weight(w), steps(w), bias("b_" + which),
+    return result(which, C::linear(which + "_proj", C::prepared("x", x), weight(w), aux(w), bias("b_" + which),
                                    shape(d_k, t, heads, batch)));
   }
-  // x, the weights, their steps, the biases of the projections `which`.
+  // x, the weights, their aux, the biases of the projections `which`.
   template <class... W> auto inputs_of(const W&... which) const {
     return hana::flatten(hana::make_tuple(hana::make_tuple(x, weight(std::string("w_") + which)...),
-                                          steps(std::string("w_") + which)...,
+                                          aux(std::string("w_") + which)...,
                                           hana::make_tuple(bias(std::string("b_") + which)...)));
   }
 };
@@ -75,15 +77,15 @@ template <class C> struct out_projection_in {
   static constexpr bool cpu_only = C::cpu_only;
   decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
   decltype(gemm_weight<C>("w", shape(d_k, heads, d_model), 2)) w = gemm_weight<C>("w", shape(d_k, heads, d_model), 2);
-  decltype(C::steps("w", shape(d_model))) w_steps = C::steps("w", shape(d_model));
+  decltype(C::aux("w", shape(d_model))) w_aux = C::aux("w", shape(d_model));
   decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
 
   auto algorithm() const {
-    return add("residual_add", residual, C::linear("proj", a, w, w_steps, b, shape(d_model, t, batch)));
+    return add("residual_add", residual, C::linear("proj", a, w, w_aux, b, shape(d_model, t, batch)));
   }
   auto inputs() const {
-    return hana::flatten(hana::make_tuple(hana::make_tuple(a, w), w_steps, hana::make_tuple(b, residual)));
+    return hana::flatten(hana::make_tuple(hana::make_tuple(a, w), w_aux, hana::make_tuple(b, residual)));
   }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
@@ -97,19 +99,19 @@ template <class C> struct ffn_in {
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
   decltype(gemm_weight<C>("w1", shape(d_model, d_ff), 1)) w1 = gemm_weight<C>("w1", shape(d_model, d_ff), 1);
-  decltype(C::steps("w1", shape(d_ff))) w1_steps = C::steps("w1", shape(d_ff));
+  decltype(C::aux("w1", shape(d_ff))) w1_aux = C::aux("w1", shape(d_ff));
   decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
   decltype(gemm_weight<C>("w2", shape(d_ff, d_model), 1)) w2 = gemm_weight<C>("w2", shape(d_ff, d_model), 1);
-  decltype(C::steps("w2", shape(d_model))) w2_steps = C::steps("w2", shape(d_model));
+  decltype(C::aux("w2", shape(d_model))) w2_aux = C::aux("w2", shape(d_model));
   decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
 
   auto algorithm(op::activation act) const {
-    auto hidden = activate("hidden_act", act, C::linear("hidden", x, w1, w1_steps, b1, shape(d_ff, t, batch)));
-    return add("residual_add", residual, C::linear("proj", hidden, w2, w2_steps, b2, shape(d_model, t, batch)));
+    auto hidden = activate("hidden_act", act, C::linear("hidden", x, w1, w1_aux, b1, shape(d_ff, t, batch)));
+    return add("residual_add", residual, C::linear("proj", hidden, w2, w2_aux, b2, shape(d_model, t, batch)));
   }
   auto inputs() const {
-    return hana::flatten(hana::make_tuple(hana::make_tuple(x, residual, w1), w1_steps, hana::make_tuple(b1, w2),
-                                          w2_steps, hana::make_tuple(b2)));
+    return hana::flatten(hana::make_tuple(hana::make_tuple(x, residual, w1), w1_aux, hana::make_tuple(b1, w2), w2_aux,
+                                          hana::make_tuple(b2)));
   }
 };
 template <class C> struct ffn_relu_in : ffn_in<C> {
@@ -127,18 +129,18 @@ template <class C> struct ffn_silu_in : ffn_in<C> {
 
 // Final projection to the target vocabulary. Weight (d_model, vocab): the
 // embedding table's layout (a tied output layer's weight is held once), int8
-// with one step per vocabulary entry.
+// with one step and sum per vocabulary entry.
 template <class C> struct logits_in {
   static constexpr std::string_view name = name_in<"logits", C>, schedule = name;
   static constexpr bool cpu_only = C::cpu_only;
   decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
   decltype(gemm_weight<C>("w", shape(d_model, vocab), 1)) w = gemm_weight<C>("w", shape(d_model, vocab), 1);
-  decltype(C::steps("w", shape(vocab))) w_steps = C::steps("w", shape(vocab));
+  decltype(C::aux("w", shape(vocab))) w_aux = C::aux("w", shape(vocab));
   decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
 
-  auto inputs() const { return hana::flatten(hana::make_tuple(hana::make_tuple(x, w), w_steps, hana::make_tuple(b))); }
+  auto inputs() const { return hana::flatten(hana::make_tuple(hana::make_tuple(x, w), w_aux, hana::make_tuple(b))); }
   auto outputs() const {
-    return hana::make_tuple(result("out", C::linear("logits", x, w, w_steps, b, shape(vocab, t, batch))));
+    return hana::make_tuple(result("out", C::linear("logits", x, w, w_aux, b, shape(vocab, t, batch))));
   }
 };
 

@@ -293,7 +293,7 @@ private:
   }
   template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
     if (const panel_input* w = panels_of(a[1])) {
-      build_panel_contract(o, r, a[0], *w, o.has_bias ? &a[2] : nullptr);
+      build_panel_contract(o, r, a[0], *w, o.has_bias ? &a[2] : nullptr, nullptr);
       return;
     }
     const auto at = contraction_domain(o.name, r, a[0], a[1]);
@@ -311,9 +311,9 @@ private:
   static constexpr int dot_product_block = 64;
   void build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a);
   void build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
-                            const lowered* bias = nullptr);
-  Halide::Expr panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
-                          const Halide::Var& lane);
+                            const lowered* bias, const lowered* w_sums);
+  Halide::Expr at_panel_lanes(const lowered& per_output, const std::string& out0, const Halide::Var& panel,
+                              const Halide::Var& lane);
   lowered zero_padded(const lowered& l, const std::string& dim);
   // `l` reading zeros past the end of `dim` (a boundary wrapper, no stage).
   lowered zeros_past(const lowered& l, const std::string& dim) const {
@@ -323,7 +323,7 @@ private:
     return {Halide::BoundaryConditions::constant_exterior(l.f, Halide::cast(l.f.type(), 0), inside), l.dims};
   }
   lowered int8_as_int16(const lowered& l);
-  lowered int8_row_sums(const lowered& l, const std::vector<std::string>& features);
+  lowered int8_as_uint8(const lowered& l);
   std::string stage_name_of(const lowered& l) const;
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);

@@ -24,11 +24,11 @@ inline lowered lowering::zero_padded(const lowered& l, const std::string& dim) {
   return {padded, l.dims};
 }
 
-// The bias of each lane's output (out0 = 16 x panel + lane), zero in the last
-// panel's padding: the float32 sums' start.
-inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string& out0, const Halide::Var& panel,
-                                         const Halide::Var& lane) {
-  return call(zeros_past(bias, out0), {{out0, panels::lanes * panel + lane}});
+// A value per output (the bias; int8 weights' sums) at each lane's output
+// (out0 = 16 x panel + lane), zero in the last panel's padding: the sums' start.
+inline Halide::Expr lowering::at_panel_lanes(const lowered& per_output, const std::string& out0,
+                                             const Halide::Var& panel, const Halide::Var& lane) {
+  return call(zeros_past(per_output, out0), {{out0, panels::lanes * panel + lane}});
 }
 
 // A contraction against a weight in panels (panels.hpp): stage <name>_panels
@@ -44,16 +44,17 @@ inline Halide::Expr lowering::panel_bias(const lowered& bias, const std::string&
 // - bfloat16 (groups of two inputs): each pair's two products (exact in
 //   float32) summed into the lane's float32 sum (vdpbf16ps), one input pair
 //   per step broadcast against the panel's 16 weight pairs;
-// - int8 quads (int8_quads): the weight's bytes with their sign bit flipped
-//   (w + 128, unsigned) times the input's, 4 per lane (vpdpbusd), from -128 x
-//   the input row's sum, as build_dot_product_contract's quads;
+// - int8 quads (int8_quads, given the weight's sums `w_sums`): the input's
+//   bytes offset to unsigned (x + 128, stage <x>_u8_padded) times the weight's,
+//   4 per lane (vpdpbusd), from -128 x the lane's weight sum, as
+//   build_dot_product_contract's quads;
 // - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
 //   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
 //   the end: the panel's lanes never cross.
 // bfloat16 and int8 inputs past the first input dim's end read zeros (the last
 // group's padding).
 inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
-                                           const lowered* bias) {
+                                           const lowered* bias, const lowered* w_sums) {
   using Halide::Expr;
   const std::vector<std::string> inputs(w.dims.begin(), w.dims.begin() + w.inputs);
   if (reduced_dims(r, x, {{}, w.dims}) != inputs)
@@ -63,7 +64,8 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   for (const auto& d : r.dims)
     if (d != out0)
       rest.push_back(d);
-  const bool floats = w.group == 1, bf16 = w.group == panels::group_inputs(2), quads = !floats && !bf16 && int8_quads;
+  const bool floats = w.group == 1, bf16 = w.group == panels::group_inputs(2),
+             quads = !floats && !bf16 && int8_quads && w_sums != nullptr;
   if (bias && !floats)
     throw std::logic_error(o.name + ": a bfloat16 or int8 contraction takes its bias after its sums (bf16_linear, "
                                     "quantized_linear)");
@@ -90,22 +92,21 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     at_w.push_back(var(w.dims[d]));
   for (const auto& d : rest)
     rows.push_back(var(d));
-  const lowered source = whole_groups ? x : int8_as_int16(x);
+  const lowered source = quads ? int8_as_uint8(x) : whole_groups ? x : int8_as_int16(x);
   const lowered padded = floats ? source : zero_padded(source, inputs[0]);
   const Expr xv = call(padded, at_x), wv = w.stored(at_w);
   std::vector<Expr> lanes{lane, panel};
   lanes.insert(lanes.end(), rows.begin(), rows.end());
   Halide::Func sums = new_stage(o.name + "_panels");
   if (floats) {
-    sums(lanes) = bias ? panel_bias(*bias, out0, panel, lane) : Expr(0.0f);
+    sums(lanes) = bias ? at_panel_lanes(*bias, out0, panel, lane) : Expr(0.0f);
     sums(lanes) += xv * wv;
   } else if (bf16) {
     sums(lanes) = 0.0f;
     sums(lanes) += Halide::cast<float>(xv) * Halide::cast<float>(wv);
   } else if (quads) {
-    sums(lanes) = -128 * call(int8_row_sums(padded, inputs));
-    sums(lanes) += Halide::cast<int32_t>(
-        Halide::widening_mul(Halide::reinterpret(Halide::UInt(8), wv) ^ Halide::cast<uint8_t>(0x80), xv));
+    sums(lanes) = -128 * at_panel_lanes(*w_sums, out0, panel, lane);
+    sums(lanes) += Halide::cast<int32_t>(Halide::widening_mul(xv, wv));
   } else {
     Halide::Func pairs = new_stage(o.name + "_pairs");
     std::vector<Expr> paired{pair};

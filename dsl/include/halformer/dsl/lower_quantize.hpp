@@ -31,21 +31,17 @@ inline lowered lowering::int8_as_int16(const lowered& l) {
   return {wide, l.dims};
 }
 
-// The int32 sum of each row of an int8 stage over `features`: a stage of its
-// own, <name>_sum, shared by the GEMMs of one quantized input (q, k and v).
-inline lowered lowering::int8_row_sums(const lowered& l, const std::vector<std::string>& features) {
-  const std::string name = stage_name_of(l) + "_sum";
-  std::vector<std::string> rows;
-  for (const auto& d : l.dims)
-    if (std::find(features.begin(), features.end(), d) == features.end())
-      rows.push_back(d);
+// An int8 stage's (or input's) values offset by 128 to unsigned bytes (the sign
+// bit flipped), a stage of its own, <name>_u8 (inline unless a schedule stores
+// it): the operand vpdpbusd takes unsigned. Shared by the GEMMs of one input.
+inline lowered lowering::int8_as_uint8(const lowered& l) {
+  const std::string stage = stage_name_of(l);
+  const std::string name = (stage.empty() ? l.f.name() : stage) + "_u8";
   if (auto s = stages_.find(name); s != stages_.end())
-    return {s->second.f, rows};
-  const auto at = reduction_over(name, features);
-  lowered sums{new_stage(name), rows};
-  sums.f(vars(sums)) = 0;
-  sums.f(vars(sums)) += Halide::cast<int32_t>(call(l, at));
-  return sums;
+    return {s->second.f, l.dims};
+  Halide::Func offset = new_stage(name);
+  offset(vars(l)) = Halide::reinterpret(Halide::UInt(8), call(l)) ^ Halide::cast<uint8_t>(0x80);
+  return {offset, l.dims};
 }
 
 // Dot products of int8 or bfloat16 operands. int8 x int8 sums exactly in int32
@@ -53,13 +49,16 @@ inline lowered lowering::int8_row_sums(const lowered& l, const std::vector<std::
 // in one of two forms Halide's x86 backend turns into dot-product instructions
 // when the schedule vectorises groups of the reduction:
 // - pairs: int16 x int16 -> int32, pmaddwd (vpdpwssd with avx512_zen4);
-// - quads (`int8_quads`): unsigned x signed bytes, vpdpbusd (64 products per
-//   instruction with AVX-512, twice the pairs' and no widening). The weights
-//   are the unsigned operand: w + 128, their sign bit flipped, in [1, 255], so
-//   every product fits vpdpbusd's int16 intermediates (255 x 127 = 32385) and
-//   its int32 sums (not the saturating vpdpbusds) never reach 2^31; the
-//   accumulation starts at -128 x the input row's sum, which removes the
-//   products' excess 128 x x exactly: the same integers as the pairs.
+// - quads (`int8_quads`, given the weight's sums: int8_contract): unsigned x
+//   signed bytes, vpdpbusd (64 products per instruction with AVX-512, twice the
+//   pairs' and no widening). The inputs are the unsigned operand: x + 128
+//   (int8_as_uint8), in [1, 255], so every product fits vpdpbusd's int16
+//   intermediates (255 x 127 = 32385) and its int32 sums (not the saturating
+//   vpdpbusds) never reach 2^31; the accumulation starts at -128 x the weight's
+//   sum for its output, which removes the products' excess 128 x w exactly: the
+//   same integers as the pairs. The weights stay as they are stored, so the
+//   loop reads them with no conversion, and the correction is a load per output
+//   tile instead of a sum per input row.
 // bfloat16 x bfloat16 is a float32 product (exact: 8 x 8 significant bits)
 // summed in float32, the form it turns into vdpbf16ps. The innermost reduced
 // dimension runs over whole blocks of `dot_product_block`, the operands reading
@@ -68,23 +67,23 @@ inline lowered lowering::int8_row_sums(const lowered& l, const std::vector<std::
 // have no tail (a guarded tail kept the partial sums on the stack), and the
 // zeros are confined to the last block (Halide splits the loop at the boundary).
 inline void lowering::build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
+  const lowered* w_sums = o.has_weight_sums ? &a[2] : nullptr;
   if (const panel_input* w = panels_of(a[1])) {
-    build_panel_contract(o, r, a[0], *w);
+    build_panel_contract(o, r, a[0], *w, nullptr, w_sums);
     return;
   }
   const std::vector<std::string> reduced = reduced_dims(r, a[0], a[1]);
   const std::string inner = reduced.at(0);
   const auto at = contraction_domain(o.name, r, a[0], a[1], dot_product_block);
-  const bool quads = int8_quads && a[0].f.type() == Halide::Int(8);
-  const Halide::Expr x = call(zeros_past(quads ? a[0] : int8_as_int16(a[0]), inner), at),
+  const bool quads = int8_quads && w_sums != nullptr && a[0].f.type() == Halide::Int(8);
+  const Halide::Expr x = call(zeros_past(quads ? int8_as_uint8(a[0]) : int8_as_int16(a[0]), inner), at),
                      w = call(zeros_past(a[1], inner), at);
   if (x.type().is_bfloat()) {
     r.f(vars(r)) = 0.0f;
     r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);
   } else if (quads) {
-    r.f(vars(r)) = -128 * call(int8_row_sums(a[0], reduced));
-    const Halide::Expr w_unsigned = Halide::reinterpret(Halide::UInt(8), w) ^ Halide::cast<uint8_t>(0x80);
-    r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(w_unsigned, x));
+    r.f(vars(r)) = -128 * call(*w_sums);
+    r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(x, w));
   } else {
     r.f(vars(r)) = 0;
     r.f(vars(r)) += Halide::widening_mul(Halide::cast<int16_t>(x), Halide::cast<int16_t>(w));

@@ -39,7 +39,8 @@ struct param { // a scalar argument (eps, a flag, an offset)
 };
 struct contract { // sum over the dimensions shared by both operands and absent from the result
   std::string name;
-  bool has_bias = false;
+  bool has_bias = false;        // a third operand: the float32 sums' start (linear)
+  bool has_weight_sums = false; // a third operand: int8 weights' sums per output (int8_contract)
 };
 struct transpose {
   std::string name;

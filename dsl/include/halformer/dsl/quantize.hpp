@@ -61,17 +61,50 @@ template <Tensor A, Tensor R, Tensor C> auto dequantize(std::string name, A acc,
   return make(op::dequantize{std::move(name)}, SA{}, std::move(acc), std::move(row_step), std::move(col_step));
 }
 
-// y = x . W + bias with int8 weights W (w_step: their step per output, W's output
-// dimensions): x quantized per row, the products accumulated exactly in int32,
-// dequantized, the bias added in float32. W is in the dot-product layout
-// (expr.hpp: linear), which int8 instructions read (pmaddwd sums adjacent
-// pairs, vpdpbusd quads); the features are the dimensions x and W share
-// (d_model; the out projection's d_k and heads), x's rows its others. Stages:
-// <name> (the int32 accumulation), <name>_dequantized, <name>_biased;
-// quantizing x here adds <name>_x, <name>_x_step, <name>_x_step_max.
+// contract's exact int32 sums of int8 x and int8 w, given the sums of the
+// weight's values over its inputs, one per output (w_sums, int32, computed
+// where the weights are quantized). They let the lowering offset x by 128 to
+// unsigned bytes, the operand vpdpbusd takes unsigned, and take the offset back
+// out exactly: sum (x + 128) w - 128 sum w = sum x w (lower_quantize.hpp). W is
+// in the dot-product layout (expr.hpp: linear).
+template <Tensor X, Tensor W, Tensor WSums, class Out>
+auto int8_contract(std::string name, X x, W w, WSums w_sums, Out out) {
+  static_assert(dtype_v<X> == dtype::i8 && dtype_v<W> == dtype::i8,
+                "halformer::dsl::int8_contract: the input and the weight must be int8");
+  static_assert(dot_product_weight_v<X, W>,
+                "halformer::dsl::int8_contract: the weight's leading (input) dimensions must be the features it "
+                "shares with the input, and the input's dim 0 one of them");
+  static_assert(dtype_v<WSums> == dtype::i32 && std::is_same_v<shape_t<WSums>, weight_outputs_t<X, W>>,
+                "halformer::dsl::int8_contract: the weight's sums are int32, one per output (the weight's output "
+                "dimensions)");
+  (void)contract(name, x, w, out); // the same checks as a plain contraction
+  return make<element<dtype::i32>>(op::contract{std::move(name), false, true}, out, std::move(x), std::move(w),
+                                   std::move(w_sums));
+}
 
-template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias, class Out>
-auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias, Out out) {
+// An int8 weight as quantized_linear takes it: its values W, in the dot-product
+// layout (expr.hpp: linear), which int8 instructions read (pmaddwd sums adjacent
+// pairs, vpdpbusd quads); their step per output (W's output dimensions), by which
+// a value times its step is the float weight; and the values' sum per output
+// (int8_contract).
+template <Tensor W, Tensor Step, Tensor Sums> struct int8_weight {
+  W values;
+  Step step;
+  Sums sums;
+};
+template <Tensor W, Tensor Step, Tensor Sums> auto make_int8_weight(W w, Step step, Sums sums) {
+  return int8_weight<W, Step, Sums>{std::move(w), std::move(step), std::move(sums)};
+}
+
+// y = x . W + bias with an int8 weight (int8_weight): x quantized per row, the
+// products accumulated exactly in int32 (int8_contract), dequantized, the bias
+// added in float32. The features are the dimensions x and W share (d_model; the
+// out projection's d_k and heads), x's rows its others. Stages: <name> (the
+// int32 accumulation), <name>_dequantized, <name>_biased; quantizing x here adds
+// <name>_x, <name>_x_step, <name>_x_step_max.
+
+template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor WSums, Tensor Bias, class Out>
+auto quantized_linear(std::string name, quantized<Q, S> x, int8_weight<W, WS, WSums> w, Bias bias, Out out) {
   static_assert(dot_product_weight_v<Q, W>,
                 "halformer::dsl::quantized_linear: the weight's leading (input) dimensions must be the features it "
                 "shares with the input, and the input's dim 0 one of them");
@@ -84,26 +117,24 @@ auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias 
   static_assert(std::is_same_v<shape_t<Bias>, weight_outputs_t<Q, W>> && std::is_same_v<shape_t<WS>, shape_t<Bias>>,
                 "halformer::dsl::quantized_linear: the bias and the weight's step must have its output dimensions");
   static_assert(dtype_v<W> == dtype::i8, "halformer::dsl::quantized_linear: the weight must be int8");
-  auto acc = contract(name, std::move(x.values), std::move(w), out);
+  auto acc = int8_contract(name, std::move(x.values), std::move(w.values), std::move(w.sums), out);
   return add_broadcast(name + "_biased",
-                       dequantize(name + "_dequantized", std::move(acc), std::move(x.step), std::move(w_step)),
+                       dequantize(name + "_dequantized", std::move(acc), std::move(x.step), std::move(w.step)),
                        std::move(bias));
 }
-template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor Bias>
-auto quantized_linear(std::string name, quantized<Q, S> x, W w, WS w_step, Bias bias) {
-  using Out = linear_shape_t<Q, W>;
-  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(w_step), std::move(bias), Out{});
+template <Tensor Q, Tensor S, Tensor W, Tensor WS, Tensor WSums, Tensor Bias>
+auto quantized_linear(std::string name, quantized<Q, S> x, int8_weight<W, WS, WSums> w, Bias bias) {
+  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(bias), linear_shape_t<Q, W>{});
 }
 // The same of a float x, quantized here.
-template <Tensor X, Tensor W, Tensor WS, Tensor Bias, class Out>
-auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias, Out out) {
+template <Tensor X, Tensor W, Tensor WS, Tensor WSums, Tensor Bias, class Out>
+auto quantized_linear(std::string name, X x, int8_weight<W, WS, WSums> w, Bias bias, Out out) {
   auto q = quantize_rows(name + "_x", std::move(x), input_rows_t<X, W>{});
-  return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(w_step), std::move(bias), out);
+  return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(bias), out);
 }
-template <Tensor X, Tensor W, Tensor WS, Tensor Bias>
-auto quantized_linear(std::string name, X x, W w, WS w_step, Bias bias) {
-  auto q = quantize_rows(name + "_x", std::move(x), input_rows_t<X, W>{});
-  return quantized_linear(std::move(name), std::move(q), std::move(w), std::move(w_step), std::move(bias));
+template <Tensor X, Tensor W, Tensor WS, Tensor WSums, Tensor Bias>
+auto quantized_linear(std::string name, X x, int8_weight<W, WS, WSums> w, Bias bias) {
+  return quantized_linear(std::move(name), std::move(x), std::move(w), std::move(bias), linear_shape_t<X, W>{});
 }
 
 // Embedding rows of an int8 table (d, vocab), quantized per row (one step per

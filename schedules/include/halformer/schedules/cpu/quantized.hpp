@@ -33,21 +33,6 @@ namespace halformer::schedules::cpu {
 // d_model 512; 16 amortise the thread pool's ~1 us dispatch).
 constexpr int input_rows_per_task = 16;
 
-// A reduction per row over its features (`f`'s update over `r`, r.x innermost)
-// at root in row tasks, in lanes (reduction_in_lanes; the max and the integer
-// sum of the int8 inputs are exact in any order). A row's scalar sum atomically
-// vectorized stayed scalar (15% of ffn_int8 at 32 x 128 rows). The lanes' final
-// sum is a plain loop: its extent is min(vec, features), not a constant, so
-// atomic().vectorize() made it a compare-and-swap per lane (half of the step
-// max; out_projection_int8 at batch 8 with its inputs in L2: 5.1 -> 4.3 us).
-inline void row_reduction_in_lanes(Halide::Func f, const Halide::RDom& r, int vec) {
-  Halide::Func lanes = reduction_in_lanes(f, r, vec, 1);
-  f.compute_root();
-  in_row_tasks(f, input_rows_per_task);
-  in_row_tasks(f.update(), input_rows_per_task);
-  lanes.compute_at(f, row_in_task());
-}
-
 // An input's rows at root, before the GEMM reads them: its features innermost,
 // in row tasks, vectorised along dim 0, the loop over vectors always partitioned
 // (a task of fewer than 16 rows kept its guard inside otherwise, cpu/lanes.hpp).
@@ -73,8 +58,8 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // computed in the step's loop (its own loop at root cost two more loops a
 // call: Zen 4, 2 threads, q_projection_int8 at batch 8, harness medians of 11
 // interleaved rounds, 11.0 -> 10.8 us), then the int8 values with their
-// padding to whole groups (zero_padded: rows_at_root; stored as int16 without
-// quads) and, for the quads, each row's sum. With the padding stored, the
+// padding to whole groups (zero_padded: rows_at_root; stored offset to
+// unsigned bytes for the quads, as int16 for the pairs). With the padding stored, the
 // GEMM's tiles have no bounds-tested last step, whose code (a gather per row)
 // took a quarter of a tile's time with hot weights (Zen 4, 2 threads, harness
 // medians of 5-9 interleaved rounds, inlined -> stored, at batch 8:
@@ -83,7 +68,7 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // at batch 32 q 47.7 -> 42.2 us, ffn 292 -> 270; prefill q of 128 rows 118 ->
 // 108). Why not
 // fewer loops: the steps and values have consumers outside each other's loops
-// (the GEMM's epilogue, its sums), and Halide computes a Func inside one
+// (the GEMM's epilogue, its tiles), and Halide computes a Func inside one
 // consumer's loop only; per-task copies of the steps and sums in the GEMM's
 // tasks (clone_in) were 45% slower at batch 8 (15.8 us). A batch of 8 in two
 // tasks of 4 was slower too (each two-task loop ~0.2 us of dispatch, more than
@@ -105,13 +90,9 @@ struct int8_inputs {
     in_row_tasks(step, input_rows_per_task);
     step_max.compute_at(step, row_in_task());
     reduction_in_lanes(step_max, ctx.rdom(name + "_step"), vec, 1).compute_at(step, row_in_task());
-    if (!ctx.int8_quads) { // the int8 values inline: their int16 copy, zero-padded (lower_quantize.hpp)
-      rows_at_root(ctx.stage(name + "_i16_padded"), target);
-      return;
-    }
-    rows_at_root(ctx.stage(name + "_padded"), target);
-    // Each row's sum, for the quads' correction (lower_quantize.hpp).
-    row_reduction_in_lanes(ctx.stage(name + "_padded_sum"), ctx.rdom(name + "_padded_sum"), vec);
+    // The int8 values inline into their stored copy, zero-padded: offset to
+    // unsigned bytes for the quads, widened to int16 for the pairs (lower_quantize.hpp).
+    rows_at_root(ctx.stage(name + (ctx.int8_quads ? "_u8_padded" : "_i16_padded")), target);
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root, the
