@@ -24,6 +24,12 @@
  * (i % g, o % 16, i / g, ..., o / 16, ...) and zeros elsewhere: 16 outputs'
  * runs of g consecutive inputs, one 64-byte line, what one vpdpbusd (int8) or
  * one input's FMAs (float32) multiply (halformer/dsl/panels.hpp, pack()).
+ * An int8 GEMM weight <w> comes with <w>_step (float32, one per output: the
+ * weight's value is w times it) and <w>_sums (int32, one per output: the sum of
+ * that output's int8 values over all its inputs). The avx512_vnni code offsets
+ * the quantized inputs by 128 to unsigned bytes and subtracts 128 x <w>_sums
+ * from each output's sum, so a wrong sum gives wrong outputs there (the other
+ * ISAs do not read it).
  * Plain C; needs no Halide installation (HalideRuntime.h ships beside this header). */
 #ifndef HALFORMER_KERNELS_H
 #define HALFORMER_KERNELS_H
