@@ -8,7 +8,8 @@
 // GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
 // sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
 // read-bandwidth probe (read_probe.hpp): "read_probe" is the bandwidth while the
-// kernel ran. Weights, tables and caches are rotated over >= 64 MiB of copies so
+// kernel ran. Weights, tables and caches are rotated over copies of
+// timing::rotation_bytes() (twice the last-level cache, at least 64 MiB) so
 // they come from memory, as in a model; the step's activations are shared, in
 // cache as in a model (problem::add_rotation_sets), and "bytes" counts what comes
 // from memory. Prints JSON lines.

@@ -22,14 +22,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   nlohmann::json j;
   j["threads"] = threads;
+  j["last_level_cache_bytes"] = halformer::timing::last_level_cache_bytes();
+  j["rotation_bytes"] = halformer::timing::rotation_bytes();
   // The peak of each ISA this CPU has (an ISA it lacks is null, never run).
   for (const char* isa : {"avx512", "avx2"}) {
     const double peak = halformer::tuner::fma_peak_gflops(isa, threads);
     j["fma_peak_gflops"][isa] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
   }
-  // 2 x 128 MiB for the triad, the probe's 128 MiB read: far beyond any L3 here.
+  // Each array of the triad, and the probe's read, twice the last-level cache.
   using halformer::bench::parallel;
-  const std::size_t n = std::size_t(32) << 20;
+  const std::size_t n = halformer::timing::rotation_bytes() / 4;
   std::vector<float> a(n), c(n);
   halformer::bench::read_probe read(threads, n);
   parallel(threads, n, [&](std::size_t lo, std::size_t hi) { // first touch by the threads that use them

@@ -1,10 +1,12 @@
-// The read-bandwidth probe: a sum over an array far larger than any cache here,
-// split across `threads` threads. bench_limits reports its bandwidth once;
+// The read-bandwidth probe: a sum over an array of timing::rotation_bytes() (twice
+// the last-level cache, at least 64 MiB), split across `threads` threads. bench_limits reports its bandwidth once;
 // bench_kernels interleaves it sample by sample with each memory-bound kernel, so
 // that a kernel's % of bandwidth compares two rates measured under the same
 // neighbours (on a shared host the read bandwidth moved 12 -> 15 GB/s within an
 // hour, which a once-measured limit cannot follow).
 #pragma once
+
+#include "halformer/timing.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -43,16 +45,16 @@ template <class F> void parallel(int threads, std::size_t n, F body) {
 
 class read_probe {
 public:
-  // 128 MiB: far beyond any L3 here. Each thread first-touches the part it reads.
-  explicit read_probe(int threads, std::size_t floats = std::size_t(32) << 20)
+  // Each thread first-touches the part it reads.
+  explicit read_probe(int threads, std::size_t floats = timing::rotation_bytes() / 4)
       : threads_(threads), data_(floats), partial_(std::size_t(threads) * 16) {
     parallel(threads_, data_.size(), [&](std::size_t lo, std::size_t hi) {
       for (std::size_t i = lo; i < hi; ++i)
         data_[i] = 1.0f;
     });
   }
-  // One pass, each thread over its part (at most 124 bytes a thread left unread of
-  // 128 MiB: sum_floats's tail).
+  // One pass, each thread over its part (at most 124 bytes a thread left unread:
+  // sum_floats's tail).
   void operator()() {
     parallel(threads_, data_.size(), [&](std::size_t lo, std::size_t hi) {
       partial_[(lo * threads_ / data_.size()) * 16] = sum_floats(data_.data() + lo, hi - lo); // a line per thread

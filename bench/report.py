@@ -22,6 +22,11 @@ def svg_bars(chart, path, title, groups, series, unit):
 
 
 
+def mib(limits, key):
+    """A size bench_limits recorded, in MiB (results from before it recorded them: unknown)."""
+    return f"{limits[key] / 2**20:.0f} MiB" if key in limits else "(unrecorded)"
+
+
 def fmt_ms(d, key="median_ms"):
     lo, hi = key.replace("median", "min"), key.replace("median", "max")
     return f"{d[key]:.4g} ({d[lo]:.3g}-{d[hi]:.3g})"
@@ -69,15 +74,18 @@ def machine_section(a, res, isa_cap):
          f"{'not used (--isa ' + a.isa + ')' if a.isa else fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
          f"| FP32 FMA peak, AVX2 | {fmt_peak(lim['fma_peak_gflops']['avx2'])} |",
          f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
-         f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |", "",
+         f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |",
+         f"| last-level cache; bytes read through (probe, rotations) | {mib(lim, 'last_level_cache_bytes')}; "
+         f"{mib(lim, 'rotation_bytes')} |", "",
          "## Kernels", "",
          "Every kernel as built into `libhalformer_kernels.a` (this machine's tuned schedules). Transformer-base: "
          "d_model 512, 8 heads, d_ff 2048, vocab 32000; prefill is batch 1; decode is one token per row with "
          "attention over a 128-position cache. Compute-bound rows give % of the FMA peak, memory-bound rows % of "
-         "the read bandwidth while they ran (a 128 MiB read probe interleaved with their samples; its GB/s is "
+         f"the read bandwidth while they ran (a {mib(lim, 'rotation_bytes')} read probe interleaved with their samples; its GB/s is "
          "in the cell), since the host's bandwidth drifts during a run (the limit above was measured once). GB/s "
-         "counts the bytes a model's call takes from memory: weights, tables, attention caches, rotated over 64 MiB "
-         "of copies; the step's activations stay in cache, as in a model, where the kernel before wrote them "
+         f"counts the bytes a model's call takes from memory: weights, tables, attention caches, rotated over "
+         f"{mib(lim, 'rotation_bytes')} of copies (twice the {mib(lim, 'last_level_cache_bytes')} last-level cache, "
+         "at least 64 MiB); the step's activations stay in cache, as in a model, where the kernel before wrote them "
          "(rows whose bytes from memory are under half their activations' say \"in cache\"). "
          "sgemm ratios are baseline time / halformer time (> 1: halformer faster).",
          "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN sgemm | vs OpenBLAS sgemm |",

@@ -3,7 +3,7 @@
 // oneDNN's int8 GEMM (dnnl_gemm_u8s8s32: u8 activations x s8 weights, exact
 // int32 sums; the baseline of the *_int8 kernels, without their quantization and
 // dequantization), measured like the kernels (warm-up, samples of at least
-// --min-ms, weights rotated over >= 64 MiB and the activations in cache:
+// --min-ms, weights rotated over timing::rotation_bytes() and the activations in cache:
 // halformer/gemm_sets.hpp).
 //   blas_harness "M,N,K;M,N,K..." [--int8] [--threads N] [--samples S] [--min-ms M]
 // Prints one JSON object.

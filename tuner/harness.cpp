@@ -15,7 +15,8 @@
 // halformer/reference on sampled rows of the output (the same references the kernel
 // tests use); only a verified candidate is timed. Timing: warm-up, then S samples,
 // each repeating the call over rotating copies of the weights, tables and caches
-// (together >= 64 MiB, so that they come from memory as in a model, not from a
+// (together timing::rotation_bytes(): twice the last-level cache, at least 64 MiB,
+// so that they come from memory as in a model, not from a
 // hot cache), the step's activations one copy in cache (problem::add_rotation_sets),
 // for at least M ms. Prints one JSON object; exit 0 measured, 3 wrong, 4 kernel error,
 // 2 bad arguments.

@@ -168,16 +168,20 @@ std::pair<std::size_t, std::size_t> problem::set_bytes() const {
 
 void problem::add_rotation_sets() {
   const auto [memory, activation] = set_bytes();
-  const std::size_t all = memory + activation;
-  // A set made brings its own activations too, dropped at once: at most 256 MiB made.
-  const std::size_t wanted = memory == 0 ? 1 : timing::rotation_bytes / memory + 1;
-  const std::size_t most = std::clamp<std::size_t>((256u << 20) / std::max<std::size_t>(all, 1), 1, 4096);
-  while (sets.size() < std::min(wanted, most)) {
-    call_set fresh = make();
+  const std::size_t wanted = memory == 0 ? 1 : timing::rotation_bytes() / memory + 1;
+  while (sets.size() < std::min<std::size_t>(wanted, 4096)) {
+    // Copies of sets[0]'s values (what they are does not matter to a timing, only
+    // where: copying is ~100x faster than drawing random ones, which matters on
+    // a 260 MiB L3 whose rotation takes 520 MiB in every tuning child).
+    call_set fresh = sets[0]; // handles to the same memory
     for_each_list(*this, [&](auto list, const std::vector<std::string>& names) {
       for (std::size_t j = 0; j < (fresh.*list).size(); ++j)
-        if (is_activation(names.at(j)))
-          (fresh.*list)[j] = (sets[0].*list)[j]; // a handle to the same memory
+        if (!is_activation(names.at(j))) {
+          auto& b = (fresh.*list)[j];
+          const halide_type_t type = b.type(); // float16 and bfloat16 live in uint16 buffers
+          b = b.copy();
+          b.raw_buffer()->type = type;
+        }
     });
     sets.push_back(std::move(fresh));
   }

@@ -1,7 +1,7 @@
 // The BLAS baselines' operands, rotated as the kernels' arguments are
 // (problems::problem::add_rotation_sets): a copy of every GEMM's B (its
-// weights) per set, >= 64 MiB of them in all (up to 64 sets), so that they come
-// from memory as a model's weights do, and one A and C (the step's activations),
+// weights) per set, timing::rotation_bytes() of them in all (up to 4096 sets), so
+// that they come from memory as a model's weights do, and one A and C (the step's activations),
 // which stay in cache as in a model. Values are normal floats; an int8 baseline
 // reads their bytes (the same rotation either way).
 #pragma once
@@ -30,9 +30,10 @@ public:
     };
     fill(activations_, rows);
     weights_.resize(
-        std::clamp<std::size_t>(timing::rotation_bytes / (std::max<std::size_t>(weights, 1) * 4) + 1, 1, 64));
-    for (auto& w : weights_)
-      fill(w, weights);
+        std::clamp<std::size_t>(timing::rotation_bytes() / (std::max<std::size_t>(weights, 1) * 4) + 1, 1, 4096));
+    fill(weights_[0], weights); // the copies' values do not matter, only their addresses
+    for (std::size_t s = 1; s < weights_.size(); ++s)
+      weights_[s] = weights_[0];
   }
   // fn(g, a, b, c) for every GEMM, on the next set's weights; a GEMM's C lies
   // before the next one's A.

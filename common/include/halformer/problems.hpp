@@ -162,8 +162,8 @@ struct problem {
   // sets[0]'s bytes: its non-activation arguments' (whole tables), its activations'.
   std::pair<std::size_t, std::size_t> set_bytes() const;
   // Sets for a timing loop after sets[0] (made, maybe verified): copies whose
-  // non-activation arguments are fresh, >= 64 MiB of them in all (up to 4096
-  // sets, 256 MiB made), so that weights come from memory as in a model, while
+  // non-activation arguments are copied, timing::rotation_bytes() of them in all
+  // (up to 4096 sets), so that weights come from memory as in a model, while
   // every set shares sets[0]'s activations, which stay in cache as in a model
   // (Zen 5, int8 q projection at batch 8: 7.8 us a call in `run --profile`'s
   // decode steps; the harness 9.2 us with its activations rotated too, 7.3 with
