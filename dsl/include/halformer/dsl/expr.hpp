@@ -118,7 +118,7 @@ template <Tensor A, Tensor B, class Out> auto contract(std::string name, A a, B 
   static_assert(is_subset_v<decltype(minus(SA{}, SB{})), Out> && is_subset_v<decltype(minus(SB{}, SA{})), Out>,
                 "halformer::dsl::contract: a dimension of only one operand is missing from the "
                 "result (it would be summed without a partner: mismatched dimensions)");
-  return make<Element>(op::contract{std::move(name), false}, out, std::move(a), std::move(b));
+  return make<Element>(op::contract{std::move(name)}, out, std::move(a), std::move(b));
 }
 
 // The dot-product layout of a GEMM weight W (linear, quantized_linear,
@@ -155,7 +155,8 @@ template <Tensor X, Tensor W, Tensor Bias, class Out> auto linear(std::string na
                 "halformer::dsl::linear: x, the weight and the bias must be float32 (int8 weights: "
                 "quantized_linear)");
   (void)contract(name, x, w, out); // the same checks as a plain contraction
-  return make(op::contract{std::move(name), true}, out, std::move(x), std::move(w), std::move(bias));
+  return make(op::contract{std::move(name), op::contract_third::bias}, out, std::move(x), std::move(w),
+              std::move(bias));
 }
 template <Tensor X, Tensor W, Tensor Bias> auto linear(std::string name, X x, W w, Bias bias) {
   return linear(std::move(name), std::move(x), std::move(w), std::move(bias), linear_shape_t<X, W>{});

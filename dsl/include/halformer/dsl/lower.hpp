@@ -292,12 +292,13 @@ private:
     return at;
   }
   template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
+    const bool has_bias = o.third == op::contract_third::bias;
     if (const panel_input* w = panels_of(a[1])) {
-      build_panel_contract(o, r, a[0], *w, o.has_bias ? &a[2] : nullptr, nullptr);
+      build_panel_contract(o, r, a[0], *w, has_bias ? &a[2] : nullptr, nullptr);
       return;
     }
     const auto at = contraction_domain(o.name, r, a[0], a[1]);
-    r.f(vars(r)) = o.has_bias ? call(a[2]) : Halide::Expr(0.0f);
+    r.f(vars(r)) = has_bias ? call(a[2]) : Halide::Expr(0.0f);
     r.f(vars(r)) += call(a[0], at) * call(a[1], at);
   }
   // A contraction of int8 or bfloat16 operands.

@@ -67,7 +67,7 @@ inline lowered lowering::int8_as_uint8(const lowered& l) {
 // have no tail (a guarded tail kept the partial sums on the stack), and the
 // zeros are confined to the last block (Halide splits the loop at the boundary).
 inline void lowering::build_dot_product_contract(const op::contract& o, lowered& r, std::vector<lowered>& a) {
-  const lowered* w_sums = o.has_weight_sums ? &a[2] : nullptr;
+  const lowered* w_sums = o.third == op::contract_third::int8_weight_sums ? &a[2] : nullptr;
   if (const panel_input* w = panels_of(a[1])) {
     build_panel_contract(o, r, a[0], *w, nullptr, w_sums);
     return;

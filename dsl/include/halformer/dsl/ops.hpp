@@ -37,10 +37,15 @@ struct param { // a scalar argument (eps, a flag, an offset)
   dtype type = dtype::f32;
   std::string extent_of; // extent_param: the dimension whose extent it is ("" for other scalars)
 };
+// What a contraction's optional third operand is.
+enum class contract_third {
+  none,
+  bias,             // the float32 sums' start (linear)
+  int8_weight_sums, // the int8 weights' sums per output (int8_contract)
+};
 struct contract { // sum over the dimensions shared by both operands and absent from the result
   std::string name;
-  bool has_bias = false;        // a third operand: the float32 sums' start (linear)
-  bool has_weight_sums = false; // a third operand: int8 weights' sums per output (int8_contract)
+  contract_third third = contract_third::none;
 };
 struct transpose {
   std::string name;

@@ -78,8 +78,8 @@ auto int8_contract(std::string name, X x, W w, WSums w_sums, Out out) {
                 "halformer::dsl::int8_contract: the weight's sums are int32, one per output (the weight's output "
                 "dimensions)");
   (void)contract(name, x, w, out); // the same checks as a plain contraction
-  return make<element<dtype::i32>>(op::contract{std::move(name), false, true}, out, std::move(x), std::move(w),
-                                   std::move(w_sums));
+  return make<element<dtype::i32>>(op::contract{std::move(name), op::contract_third::int8_weight_sums}, out,
+                                   std::move(x), std::move(w), std::move(w_sums));
 }
 
 // An int8 weight as quantized_linear takes it: its values W, in the dot-product
