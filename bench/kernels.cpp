@@ -133,10 +133,85 @@ void run_with_sleeping_baseline_pools(char** argv, int threads) {
                std::strerror(errno));
 }
 
+// Every kernel of the library is accounted for: one the matrix does not run is
+// reported as such (a new kernel shows up here until it gets its phases).
+void report_unmeasured(const std::vector<kcase>& matrix, const std::string& only, bool bf16) {
+  for (const halformer_kernel* k = halformer_kernels_cpu(); k->name; ++k)
+    if (std::none_of(matrix.begin(), matrix.end(), [&](const kcase& c) { return c.kernel == k->name; }) &&
+        (only.empty() || only == k->name)) {
+      const bool lacks_bf16 = !bf16 && std::string(k->name).ends_with("_bf16");
+      const char* why =
+          lacks_bf16 ? "this CPU lacks AVX-512 BF16" : "no Transformer-base phase of bench_kernels runs it";
+      std::printf("%s\n", nlohmann::json{{"kernel", k->name}, {"skipped", why}}.dump().c_str());
+      std::fprintf(stderr, "bench_kernels: %s is in the library but not measured: %s\n", k->name, why);
+    }
+}
+
+// The kernel's problem at the case's shape, bound to the library's kernel; throws
+// for a shape without a dimension the kernel needs (a --shape) or an unknown kernel.
+problems::problem bound_problem(const kcase& c) {
+  auto shape = problems::parse_shape(c.shape);
+  problems::problem p = problems::make_problem(c.kernel, shape);
+  const halformer_kernel* k = halformer_find_kernel(halformer_kernels_cpu(), c.kernel.c_str());
+  if (!k)
+    throw std::runtime_error(halformer_last_error());
+  p.bind(*k);
+  p.sets.push_back(p.make());
+  p.add_rotation_sets();
+  return p;
+}
+
+// One case: the kernel, the sgemm baselines on its GEMMs and the read probe,
+// interleaved; one JSON line. False if the kernel failed.
+bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_probe& probe, int samples,
+                  double min_ms) {
+  std::size_t next = 0;
+  int rc = 0;
+  std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
+  std::unique_ptr<halformer::gemm_sets<gemm>> blas; // the sgemm baselines on the same GEMMs
+  if (!p.gemms.empty()) {
+    blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);
+    fns.push_back([&] {
+      blas->run([](const gemm& g, float* a, float* b, float* o) {
+        dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
+      });
+    });
+    fns.push_back([&] {
+      blas->run([](const gemm& g, float* a, float* b, float* o) {
+        cblas_sgemm(101, 111, 111, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
+      });
+    });
+  }
+  if (!c.compute_bound)
+    fns.push_back([&] { probe(); });
+  const auto st = halformer::timing::interleaved(fns, samples, min_ms);
+  if (rc != 0)
+    return false;
+  nlohmann::json j{{"kernel", c.kernel},
+                   {"phase", c.phase},
+                   {"shape", c.shape},
+                   {"flops", p.flops},
+                   {"bytes", p.bytes},
+                   {"activation_bytes", p.set_bytes().second},
+                   {"compute_bound", c.compute_bound},
+                   {"halformer", st[0].to_json()},
+                   {"input_sets", p.sets.size()},
+                   {"isa", halformer_active_isa()}};
+  if (!p.gemms.empty())
+    j["onednn_sgemm"] = st[1].to_json(), j["openblas_sgemm"] = st[2].to_json();
+  if (!c.compute_bound) {
+    j["read_probe"] = st.back().to_json();
+    j["read_probe"]["gbps"] = probe.bytes() / st.back().median_ms / 1e6;
+  }
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  int threads = int(std::thread::hardware_concurrency()), samples = 7;
+  int threads = halformer::machine::online_cpus(), samples = 7;
   double min_ms = 20;
   std::string only, shape;
   CLI::App app{"bench_kernels: every kernel vs oneDNN/OpenBLAS sgemm (JSON lines on stdout)"};
@@ -158,83 +233,26 @@ int main(int argc, char** argv) {
   halformer::bench::read_probe probe(threads);
   // oneDNN's sgemm threads come from OpenMP: OMP_NUM_THREADS (set above unless given).
   problems::rng.seed(1);
-  // Every kernel of the library is accounted for: one the matrix does not run is
-  // reported as such (a new kernel shows up here until it gets its phases).
   // bfloat16 kernels without AVX-512 BF16 run emulated code no model runs.
   const bool bf16 = halformer_cpu_supports("avx512_vnni");
   const auto matrix = shape.empty()
                           ? cases(bf16 ? std::vector<std::string>{"_int8", "_bf16"} : std::vector<std::string>{"_int8"})
                           : std::vector<kcase>{{only, "shape " + shape, shape, false}};
-  for (const halformer_kernel* k = halformer_kernels_cpu(); k->name; ++k)
-    if (std::none_of(matrix.begin(), matrix.end(), [&](const kcase& c) { return c.kernel == k->name; }) &&
-        (only.empty() || only == k->name)) {
-      const bool lacks_bf16 = !bf16 && std::string(k->name).ends_with("_bf16");
-      const char* why =
-          lacks_bf16 ? "this CPU lacks AVX-512 BF16" : "no Transformer-base phase of bench_kernels runs it";
-      std::printf("%s\n", nlohmann::json{{"kernel", k->name}, {"skipped", why}}.dump().c_str());
-      std::fprintf(stderr, "bench_kernels: %s is in the library but not measured: %s\n", k->name, why);
-    }
+  report_unmeasured(matrix, only, bf16);
   for (const kcase& c : matrix) {
     if (!only.empty() && c.kernel != only)
       continue;
     problems::problem p;
     try {
-      auto shape = problems::parse_shape(c.shape);
-      p = problems::make_problem(c.kernel, shape);
-    } catch (const std::exception& e) { // a --shape without a dimension the kernel needs
+      p = bound_problem(c);
+    } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_kernels: %s at '%s': %s\n", c.kernel.c_str(), c.shape.c_str(), e.what());
       return 1;
     }
-    const halformer_kernel* k = halformer_find_kernel(halformer_kernels_cpu(), c.kernel.c_str());
-    if (!k) {
-      std::fprintf(stderr, "bench_kernels: %s\n", halformer_last_error());
-      return 1;
-    }
-    p.bind(*k);
-    p.sets.push_back(p.make());
-    p.add_rotation_sets();
-    std::size_t next = 0;
-    int rc = 0;
-    std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
-    std::unique_ptr<halformer::gemm_sets<gemm>> blas; // the sgemm baselines on the same GEMMs
-    if (!p.gemms.empty()) {
-      blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);
-      fns.push_back([&] {
-        blas->run([](const gemm& g, float* a, float* b, float* o) {
-          dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
-        });
-      });
-      fns.push_back([&] {
-        blas->run([](const gemm& g, float* a, float* b, float* o) {
-          cblas_sgemm(101, 111, 111, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, o, g.n);
-        });
-      });
-    }
-    if (!c.compute_bound)
-      fns.push_back([&] { probe(); });
-    const auto st = halformer::timing::interleaved(fns, samples, min_ms);
-    if (rc != 0) {
+    if (!measure_case(c, p, probe, samples, min_ms)) {
       std::fprintf(stderr, "bench_kernels: %s %s failed: %s\n", c.kernel.c_str(), c.phase.c_str(),
                    halformer_last_error());
       return 1;
     }
-    nlohmann::json j{{"kernel", c.kernel},
-                     {"phase", c.phase},
-                     {"shape", c.shape},
-                     {"flops", p.flops},
-                     {"bytes", p.bytes},
-                     {"activation_bytes", p.set_bytes().second},
-                     {"compute_bound", c.compute_bound},
-                     {"halformer", st[0].to_json()},
-                     {"input_sets", p.sets.size()},
-                     {"isa", halformer_active_isa()}};
-    if (!p.gemms.empty())
-      j["onednn_sgemm"] = st[1].to_json(), j["openblas_sgemm"] = st[2].to_json();
-    if (!c.compute_bound) {
-      j["read_probe"] = st.back().to_json();
-      j["read_probe"]["gbps"] = probe.bytes() / st.back().median_ms / 1e6;
-    }
-    std::printf("%s\n", j.dump().c_str());
-    std::fflush(stdout);
   }
 }

@@ -3,7 +3,7 @@
 // larger than the caches), with `--threads` threads. Prints JSON.
 #include "halformer/timing.hpp"
 
-#include "compare.hpp" // fma_peak_gflops
+#include "halformer/machine.hpp"
 #include "read_probe.hpp"
 
 #include <CLI/CLI.hpp>
@@ -15,18 +15,18 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  int threads = int(std::thread::hardware_concurrency()), samples = 7;
+  int threads = halformer::machine::online_cpus(), samples = 7;
   CLI::App app{"bench_limits: FMA peak and memory bandwidth (JSON on stdout)"};
   app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
   app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   nlohmann::json j;
   j["threads"] = threads;
-  j["last_level_cache_bytes"] = halformer::timing::last_level_cache_bytes();
+  j["last_level_cache_bytes"] = halformer::machine::last_level_cache_bytes();
   j["rotation_bytes"] = halformer::timing::rotation_bytes();
   // The peak of each ISA this CPU has (an ISA it lacks is null, never run).
   for (const char* isa : {"avx512", "avx2"}) {
-    const double peak = halformer::tuner::fma_peak_gflops(isa, threads);
+    const double peak = halformer::machine::fma_peak_gflops(isa, threads);
     j["fma_peak_gflops"][isa] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
   }
   // Each array of the triad, and the probe's read, twice the last-level cache.

@@ -19,10 +19,8 @@ from export_torch import Seq2SeqTransformer, export  # noqa: E402
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
-    p.add_argument("--vocab", type=int, default=32000)
-    p.add_argument("--sources", type=int, default=32)
-    p.add_argument("--src-len", type=int, default=32)
-    p.add_argument("--seed", type=int, default=0)
+    for name, default in (("--vocab", 32000), ("--sources", 32), ("--src-len", 32), ("--seed", 0)):
+        p.add_argument(name, type=int, default=default)
     a = p.parse_args()
     torch.manual_seed(a.seed)
     model = Seq2SeqTransformer(a.vocab, a.vocab, 512, 8, 6, 6, 2048, "relu", norm_first=True).eval()

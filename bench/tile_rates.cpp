@@ -12,8 +12,7 @@
 // run where the CPU lacks it. Prints JSON.
 #include "halformer/timing.hpp"
 
-#include "compare.hpp" // fma_peak_gflops
-#include "hardware.hpp"
+#include "halformer/machine.hpp"
 
 #include <CLI/CLI.hpp>
 #include <immintrin.h>
@@ -95,7 +94,7 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_tile_rates: decode register tiles' multiply-add rate, weights in L2 (JSON on stdout)"};
   app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
-  nlohmann::json j{{"cpu", halformer::tuner::this_machine().key()},
+  nlohmann::json j{{"cpu", halformer::machine::this_machine().key()},
                    {"threads", 1},
                    {"features", features},
                    {"reduction", reduction}};
@@ -104,7 +103,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  j["fma_peak_gflops"] = halformer::tuner::fma_peak_gflops("avx2", 1);
+  j["fma_peak_gflops"] = halformer::machine::fma_peak_gflops("avx2", 1);
   // The float32 decode tiles (4 x 3: the AVX2 hand default), the 6 x 16 tile of
   // BLAS kernels, and 2 x 4; row-major with the hand default's 16-row chunks.
   const std::vector<tile_case> cases{make_case<4, 3>("4x3 rows", 16), make_case<4, 3>("4x3 panels", 0),

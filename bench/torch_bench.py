@@ -80,12 +80,9 @@ def main():
     p.add_argument("model", nargs="?")
     p.add_argument("sources", nargs="?")
     p.add_argument("--mode", default="greedy", choices=["encode", "greedy", "beam"])
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--beam", type=int, default=4)
-    p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--samples", type=int, default=3)
+    for name, default in (("--batch", 1), ("--beam", 4), ("--new-tokens", 64), ("--seq", 128), ("--threads", 2),
+                          ("--samples", 3)):
+        p.add_argument(name, type=int, default=default)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)

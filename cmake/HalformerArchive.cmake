@@ -12,6 +12,7 @@ add_library(halformer_thread_pool OBJECT ${HALFORMER_SOURCE_DIR}/runtime/kernels
 target_link_libraries(halformer_thread_pool PRIVATE Halide::Runtime)
 set_target_properties(halformer_thread_pool PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_library(halformer_isa STATIC ${HALFORMER_SOURCE_DIR}/runtime/kernels/isa.c ${HALFORMER_SOURCE_DIR}/runtime/kernels/device.c
+                                 ${HALFORMER_SOURCE_DIR}/runtime/kernels/errors.c
                                  $<TARGET_OBJECTS:halformer_thread_pool>)
 target_link_libraries(halformer_isa PRIVATE halformer_runtime ${CMAKE_DL_LIBS})
 set_target_properties(halformer_isa PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -11,6 +11,7 @@
 // (schedules/buckets.hpp), so one pipeline serves prefill and decode calls.
 #include "prefetch_hint.hpp"
 
+#include "halformer/dsl/halide_type.hpp"
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/kernels.hpp"
@@ -20,23 +21,7 @@
 namespace halformer::generators {
 
 namespace {
-Halide::Type halide_type(dsl::dtype t) {
-  switch (t) {
-  case dsl::dtype::f32:
-    return Halide::Float(32);
-  case dsl::dtype::i32:
-    return Halide::Int(32);
-  case dsl::dtype::i8:
-    return Halide::Int(8);
-  case dsl::dtype::bf16:
-    return Halide::BFloat(16);
-  case dsl::dtype::f16:
-    return Halide::Float(16);
-  case dsl::dtype::boolean:
-    return Halide::Bool();
-  }
-  return {};
-}
+Halide::Type halide_type(dsl::dtype t) { return Halide::Type(dsl::halide_type_of(t)); }
 } // namespace
 
 class Kernel : public Halide::Generator<Kernel> {

@@ -5,6 +5,7 @@
 #include "process.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -13,10 +14,28 @@ namespace halformer::tuner {
 namespace fs = std::filesystem;
 
 namespace {
-void run_or_throw(const std::vector<std::string>& argv, const std::string& what, double timeout = 3600) {
+std::string run_or_throw(const std::vector<std::string>& argv, const std::string& what, double timeout = 3600) {
   const auto p = run_process(argv, timeout);
   if (!p.ok())
     throw error(what + " failed (" + p.describe() + "): " + (p.err + p.out).substr(0, 3000));
+  return p.out;
+}
+
+// The CPU kernels' knob file for `--knobs`, taken as HALFORMER_KNOBS takes it:
+// host (this machine's choice, made in `build`), defaults, or a knob file.
+std::string knob_file_for(const toolchain& t, const std::string& knobs, const std::string& build) {
+  if (knobs == "defaults")
+    return t.knob_file;
+  if (knobs == "host") {
+    auto argv = t.knob_choice;
+    argv.push_back(build + "/knobs.json");
+    std::printf("%s", run_or_throw(argv, "choosing this machine's knob file", 600).c_str());
+    return build + "/knobs.json";
+  }
+  const std::string file = fs::absolute(knobs).string();
+  if (!fs::exists(file))
+    throw error("--knobs " + knobs + ": no such knob file (expected host, defaults or a knob file)");
+  return file;
 }
 } // namespace
 
@@ -59,13 +78,10 @@ std::string build_lib(const toolchain& t, const catalog& c, const build_lib_opti
     throw error("target '" + targets.front() + "': halformer has GPU schedules for cuda and opencl only");
   for (const auto& name : o.kernels)
     c.kernel(name); // an unknown name fails here, listing the kernels
-  const std::string knob_file = o.knob_file.empty() ? t.build_knob_file : fs::absolute(o.knob_file).string();
-  if (!fs::exists(knob_file))
-    throw error("knob file " + knob_file + " does not exist");
-
   // The main build's rules (cmake/kernel_library), in OUT/build.
   const std::string build = o.out_dir + "/build";
   fs::create_directories(build);
+  const std::string knob_file = knob_file_for(t, o.knobs, build);
   run_or_throw({t.cmake, "-S", t.source_dir + "/cmake/kernel_library", "-B", build, "-G", "Ninja",
                 "-DCMAKE_MAKE_PROGRAM=" + t.make_program, "-DCMAKE_BUILD_TYPE=Release", "-DHalide_DIR=" + t.halide_dir,
                 "-DHALFORMER_SOURCE_DIR=" + t.source_dir, "-DHALFORMER_GENERATOR=" + t.generator,

@@ -40,6 +40,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   t.gpu_knob_file = j.at("gpu_knob_file");
   t.build_knob_file = j.at("build_knob_file"), t.source_dir = j.at("source_dir"), t.cmake = j.at("cmake");
   t.make_program = j.at("make_program"), t.halide_dir = j.at("halide_dir");
+  t.knob_choice = j.at("knob_choice").get<std::vector<std::string>>();
   return t;
 }
 
@@ -227,4 +228,23 @@ built_candidate::built_candidate(built_candidate&& o) noexcept
     : r(std::move(o.r)), dir(std::move(o.dir)), exe(std::move(o.exe)) {
   o.dir.clear(), o.exe.clear();
 }
+
+// The knob sections of a knob file written for other schedule revisions than `revisions`.
+std::vector<std::string> stale_sections(const std::string& path, const std::map<std::string, int>& revisions) {
+  std::map<std::string, int> written;
+  try {
+    std::ifstream in(path);
+    const auto j = nlohmann::json::parse(in);
+    if (j.contains("_source") && j["_source"].contains("revisions"))
+      written = j["_source"]["revisions"].get<std::map<std::string, int>>();
+  } catch (const std::exception&) { // not JSON: its reader says so
+    return {};
+  }
+  std::vector<std::string> stale;
+  for (const auto& [section, revision] : revisions)
+    if (!written.count(section) || written.at(section) != revision)
+      stale.push_back(section);
+  return stale;
+}
+
 } // namespace halformer::tuner

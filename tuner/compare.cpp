@@ -1,12 +1,11 @@
 #include "compare.hpp"
+#include "halformer/machine.hpp"
 
 #include "halformer/chart.hpp"
 #include "halformer/problems.hpp"
 
 #include "halformer/error.hpp"
 #include "process.hpp"
-
-#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,61 +30,6 @@ std::string gemms_of(const std::string& kernel, const std::string& shape) {
   return s;
 }
 
-__attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
-  __m512 a[16];
-  for (int i = 0; i < 16; ++i)
-    a[i] = _mm512_set1_ps(float(i));
-  const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
-  for (long n = 0; n < iters; ++n)
-    for (int i = 0; i < 16; ++i)
-      a[i] = _mm512_fmadd_ps(a[i], m, c);
-  __m512 s = a[0];
-  for (int i = 1; i < 16; ++i)
-    s = _mm512_add_ps(s, a[i]);
-  *sink = _mm512_reduce_add_ps(s);
-}
-__attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
-  __m256 a[12];
-  for (int i = 0; i < 12; ++i)
-    a[i] = _mm256_set1_ps(float(i));
-  const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
-  for (long n = 0; n < iters; ++n)
-    for (int i = 0; i < 12; ++i)
-      a[i] = _mm256_fmadd_ps(a[i], m, c);
-  float out[8];
-  __m256 s = a[0];
-  for (int i = 1; i < 12; ++i)
-    s = _mm256_add_ps(s, a[i]);
-  _mm256_storeu_ps(out, s);
-  *sink = out[0];
-}
-} // namespace
-
-double fma_peak_gflops(const std::string& isa, int threads) {
-  // Only what this CPU can run: AVX-512 code on an AVX2-only CPU dies of SIGILL.
-  if (isa == "avx512" ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma"))
-    return 0;
-  if (threads <= 0)
-    threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  const bool wide = isa == "avx512";
-  const long iters = 20'000'000;
-  const double flops_per_thread = double(iters) * (wide ? 16 * 16 : 12 * 8) * 2;
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    std::vector<std::thread> pool;
-    std::vector<float> sink(static_cast<std::size_t>(threads));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < threads; ++i)
-      pool.emplace_back([&, i] { wide ? fma_avx512(iters, &sink[i]) : fma_avx2(iters, &sink[i]); });
-    for (auto& p : pool)
-      p.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, flops_per_thread * threads / s / 1e9);
-  }
-  return best;
-}
-
-namespace {
 // One schedule of a comparison: built (compile and link in child processes), or
 // the BLAS harness's command line, or a note saying why it has no row.
 struct entry {
@@ -182,8 +126,7 @@ std::vector<compare_row> compare(const toolchain& t, const catalog& c, const com
   comparison cmp{t, c, c.kernel(o.kernel), hw, o.measure, o.measure, database(o.db_dir).load(), ""};
   cmp.m.shape = cmp.g.shape = canonical_shape(o.shape);
   cmp.g.isa = "opencl";
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  cmp.parallelism = std::to_string(cmp.m.threads > 0 ? cmp.m.threads : cores);
+  cmp.parallelism = std::to_string(cmp.m.threads > 0 ? cmp.m.threads : machine::online_cpus());
   // First every schedule is built; then all of them run in turn, `rounds` times,
   // so that the machine's drift is shared.
   std::vector<entry> entries;

@@ -26,9 +26,6 @@ struct compare_options {
 
 std::vector<compare_row> compare(const toolchain& t, const catalog& c, const compare_options& o, const hardware& hw);
 
-// The machine's measured FP32 FMA peak (GFLOP/s) with `threads` threads, for the ISA.
-double fma_peak_gflops(const std::string& isa, int threads);
-
 // A fixed-width table; `peak` for the % of peak column.
 std::string table(const std::string& title, const std::vector<compare_row>& rows, double peak);
 // Writes DIR/<name>.csv, .json and .svg.

@@ -382,23 +382,6 @@ export_report export_knobs(const std::string& base_knob_file, const database& db
   return report;
 }
 
-std::vector<std::string> stale_sections(const std::string& path, const std::map<std::string, int>& revisions) {
-  std::map<std::string, int> written;
-  try {
-    std::ifstream in(path);
-    const auto j = nlohmann::json::parse(in);
-    if (j.contains("_source") && j["_source"].contains("revisions"))
-      written = j["_source"]["revisions"].get<std::map<std::string, int>>();
-  } catch (const std::exception&) { // not JSON: its reader says so
-    return {};
-  }
-  std::vector<std::string> stale;
-  for (const auto& [section, revision] : revisions)
-    if (!written.count(section) || written.at(section) != revision)
-      stale.push_back(section);
-  return stale;
-}
-
 export_report export_catalog_knobs(const std::string& base, const database& db, const hardware& hw,
                                    const std::vector<preset_entry>& shapes, const std::string& out,
                                    const catalog& cat) {

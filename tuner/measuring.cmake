@@ -21,7 +21,8 @@ find_package(BLAS REQUIRED)
 add_executable(blas_harness ${tuner_dir}/blas_harness.cpp)
 find_library(HALFORMER_DNNL dnnl REQUIRED)
 find_package(OpenMP REQUIRED)
-target_link_libraries(blas_harness PRIVATE halformer::common BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX)
+target_link_libraries(blas_harness PRIVATE halformer::common BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX
+                                           nlohmann_json::nlohmann_json)
 
 # Where everything is, for `halformer tune`.
 file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
@@ -38,6 +39,9 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"blas_harness\": \"$<TARGET_FILE:blas_harness>\",
   \"gpu_knob_file\": \"${HALFORMER_GPU_KNOB_FILE}\",
   \"build_knob_file\": \"${HALFORMER_BUILD_KNOB_FILE}\",
+  \"knob_choice\": [\"$<TARGET_FILE:halformer_choose_knobs>\", \"${HALFORMER_TUNED_KNOB_DIR}\",
+                   \"${HALFORMER_DEFAULT_KNOB_FILE}\", \"${HALFORMER_SCHEDULE_DB}\", \"${share}/knob_spaces.json\",
+                   \"${share}/kernels.json\"],
   \"source_dir\": \"${CMAKE_SOURCE_DIR}\",
   \"cmake\": \"${CMAKE_COMMAND}\",
   \"make_program\": \"${CMAKE_MAKE_PROGRAM}\",

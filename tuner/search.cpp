@@ -223,27 +223,30 @@ void confirm(const toolchain& t, const kernel_info& k, tune_options o, const dat
     result.best.settings["chosen"] = true;
   }
 }
-} // namespace
+using candidate_queue = std::vector<std::pair<knob_set, std::string>>;
 
-tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
-                 const database& db, const hardware& hw) {
-  const kernel_info k = kernel_for(c, kernel_name, o.isa);
-  const knob_space space = space_at(c, k, o.isa, o.shape);
-  const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
-  search s(space, o);
-  // Resume: every record of this kernel, shape, target and machine counts as
-  // evaluated (but one the budget stopped may run again).
-  const auto records = db.load();
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Resume: every record of this kernel, shape, target and machine counts as
+// evaluated (but one the budget stopped may run again).
+void resume(search& s, const std::vector<record>& records, const kernel_info& k, const tune_options& o,
+            const std::string& target, const std::string& hw_key) {
   for (auto& r : records)
     if (r.kernel == k.name && r.shape == o.shape && r.target == target && r.hardware == hw_key &&
         r.schedule_revision == k.revision && !r.confirmed() && r.status != "over_budget")
       s.seen[r.knobs] = r;
+}
 
-  tune_result result;
-  // The baseline is the set a build runs at this shape: its bucket's hand set
-  // (the knobs this shape's calls do not run keep the knob file's values).
-  const knob_set defaults = restricted_to(hand_knobs_at(t, k, o.shape, o.isa), space);
-  std::vector<std::pair<knob_set, std::string>> queue{{defaults, "default"}};
+// The candidates measured first: the default, seeds from the most similar
+// hardware (where this machine has no records here), random points and
+// Halide's CPU autoschedulers (they have no knobs to mutate, so they come after
+// the random start; GPU schedules are searched from the knobs alone).
+candidate_queue first_candidates(search& s, const std::vector<record>& records, const kernel_info& k,
+                                 const tune_options& o, const knob_set& defaults, const std::string& target,
+                                 const std::string& hw_key, const knob_space& space) {
+  candidate_queue queue{{defaults, "default"}};
   if (s.seen.empty() && !is_gpu(o.isa))
     for (const auto& seed : seeds_from_similar_hardware(records, k, o.shape, target, hw_key, space, 3)) {
       queue.emplace_back(seed.knobs, "seed");
@@ -252,19 +255,55 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     }
   for (int i = 0; i < o.initial_random; ++i)
     queue.emplace_back(s.random_set(), "random");
-  // Halide's CPU autoschedulers are candidates too (seeded once; they have no knobs
-  // to mutate, so they come after the random start). GPU schedules are searched
-  // from the knobs alone.
   if (!is_gpu(o.isa))
     for (const auto& a : autoschedulers)
       queue.emplace_back(knob_set{{"_autoscheduler:" + a, 1}}, "autoscheduler:" + a);
+  return queue;
+}
 
+// The search's best and default, then the confirmation round, which may run
+// until `end`.
+void conclude(const toolchain& t, const kernel_info& k, const tune_options& o,
+              std::chrono::steady_clock::time_point end, const database& db, const hardware& hw, search& s,
+              const knob_set& defaults, kept_builds& kept, tune_result& result) {
+  if (const record* b = s.best_verified())
+    result.best = *b;
+  if (auto d = s.seen.find(defaults); d != s.seen.end())
+    result.defaults = d->second;
+  tune_options confirm_o = o;
+  confirm_o.deadline = end;
+  confirm(t, k, confirm_o, db, hw, s, defaults, kept, result);
+}
+
+// The next candidate: the queue's first, then the search's next unseen point;
+// false when the knob space is exhausted.
+bool next_candidate(candidate_queue& queue, search& s, knob_set& cand, std::string& source) {
+  if (queue.empty())
+    return s.next_unseen(cand, source);
+  std::tie(cand, source) = queue.front();
+  queue.erase(queue.begin());
+  return true;
+}
+} // namespace
+
+tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel_name, const tune_options& o,
+                 const database& db, const hardware& hw) {
+  const kernel_info k = kernel_for(c, kernel_name, o.isa);
+  const knob_space space = space_at(c, k, o.isa, o.shape);
+  const std::string target = target_of_isa(o.isa), hw_key = hardware_key(hw, o.isa);
+  search s(space, o);
+  const auto records = db.load();
+  resume(s, records, k, o, target, hw_key);
+  tune_result result;
+  // The baseline is the set a build runs at this shape: its bucket's hand set
+  // (the knobs this shape's calls do not run keep the knob file's values).
+  const knob_set defaults = restricted_to(hand_knobs_at(t, k, o.shape, o.isa), space);
+  auto queue = first_candidates(s, records, k, o, defaults, target, hw_key, space);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   // The search stops where the last trial's duration would run into the time the
   // confirmation round needs; a trial (an autoscheduler's compile) stops there.
-  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(o.budget_s));
+  const auto end = start + seconds(o.budget_s);
   kept_builds kept;
   const auto confirm_reserve = [&] {
     const auto top = finalists(s, defaults, o);
@@ -276,17 +315,13 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   while (result.trials < o.max_trials && elapsed() + last_trial_s + confirm_reserve() < o.budget_s) {
     knob_set cand;
     std::string source;
-    if (!queue.empty()) {
-      std::tie(cand, source) = queue.front();
-      queue.erase(queue.begin());
-    } else if (!s.next_unseen(cand, source)) {
+    if (!next_candidate(queue, s, cand, source)) {
       std::fprintf(stderr, "[tune %s] the knob space is exhausted\n", k.name.c_str());
       break;
     }
     if (s.seen.count(cand))
       continue;
-    trial_o.deadline = end - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                 std::chrono::duration<double>(confirm_reserve()));
+    trial_o.deadline = end - seconds(confirm_reserve());
     const double t0 = elapsed();
     built_candidate built;
     record r = measure(t, k, cand, trial_o, hw, source, built);
@@ -294,7 +329,7 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
     db.append(r);
     ++result.trials;
     result.failed += r.verified() ? 0 : 1;
-    if (r.status == "over_budget") {
+    if (r.status == "over_budget") { // not a verdict on the candidate: a later run may try it again
       result.stopped.push_back(r.detail);
       std::fprintf(stderr, "%s[tune %s %s] %s\n", tty ? "\n" : "", k.name.c_str(), o.shape.c_str(), r.detail.c_str());
       continue;
@@ -307,13 +342,7 @@ tune_result tune(const toolchain& t, const catalog& c, const std::string& kernel
   }
   if (tty)
     std::fprintf(stderr, "\n");
-  if (const record* b = s.best_verified())
-    result.best = *b;
-  if (auto d = s.seen.find(defaults); d != s.seen.end())
-    result.defaults = d->second;
-  tune_options confirm_o = o;
-  confirm_o.deadline = end;
-  confirm(t, k, confirm_o, db, hw, s, defaults, kept, result);
+  conclude(t, k, o, end, db, hw, s, defaults, kept, result);
   return result;
 }
 

@@ -118,7 +118,7 @@ built_candidate build(const toolchain& t, const kernel_info& k, const knob_set& 
   if (const std::string a = autoscheduler_of(knobs); !a.empty()) {
     std::string lower = a;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = machine::online_cpus();
     for (const std::string& arg :
          std::vector<std::string>{"-p", t.autoscheduler_dir + "/libautoschedule_" + lower + ".so", "autoscheduler=" + a,
                                   "autoscheduler.parallelism=" + std::to_string(o.threads > 0 ? o.threads : cores),

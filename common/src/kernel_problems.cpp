@@ -251,8 +251,8 @@ std::vector<std::string> problem_kernels() {
 // and tails shifted inwards (cpu/panels.hpp tile_height_suits), outputs of 7-47
 // features partial panels and panel groups, prefill of 19-37 and 150 rows
 // partial row tiles.
-const std::vector<std::string>& test_shapes(const std::string& kernel) {
-  static const std::vector<std::string> none;
+namespace {
+const std::map<std::string, std::vector<std::string>>& shape_table() {
   static const std::map<std::string, std::vector<std::string>> shapes{
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
@@ -290,37 +290,36 @@ const std::vector<std::string>& test_shapes(const std::string& kernel) {
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1",
         "d_model=512,vocab=1000,t=7,batch=4", "d_model=35,vocab=50,t=9,batch=2,split=1",
         "d_model=64,vocab=10,t=1,batch=3,split=1", "d_model=64,vocab=10,t=1,batch=65"}}};
-  static const std::map<std::string, std::string> family{{"logits_int8", "logits"},
-                                                         {"ffn_relu", "ffn"},
+  return shapes;
+}
+
+// The table's name for a kernel: its float32 kernel's (a compute type's suffix
+// dropped), then the family that shares its shapes.
+std::string family_of(std::string kernel) {
+  for (const std::string_view suffix :
+       {std::string_view(dsl::compute::int8::suffix.chars), std::string_view(dsl::compute::bfloat16::suffix.chars)})
+    if (kernel.ends_with(suffix))
+      kernel.resize(kernel.size() - suffix.size());
+  static const std::map<std::string, std::string> family{{"ffn_relu", "ffn"},
                                                          {"ffn_gelu", "ffn"},
                                                          {"ffn_silu", "ffn"},
                                                          {"qkv_projection", "heads"},
                                                          {"kv_projection", "heads"},
                                                          {"q_projection", "heads"},
                                                          {"out_projection", "heads"},
-                                                         {"attention_f16kv", "attention"},
                                                          {"kv_to_float16", "heads"},
+                                                         {"attention_f16kv", "attention"},
                                                          {"add_layernorm", "layernorm"},
-                                                         {"log_softmax", "softmax"},
-                                                         {"qkv_projection_int8", "heads"},
-                                                         {"kv_projection_int8", "heads"},
-                                                         {"q_projection_int8", "heads"},
-                                                         {"out_projection_int8", "heads"},
-                                                         {"ffn_relu_int8", "ffn"},
-                                                         {"ffn_gelu_int8", "ffn"},
-                                                         {"ffn_silu_int8", "ffn"},
-                                                         {"embedding_int8", "embedding"},
-                                                         {"logits_bf16", "logits"},
-                                                         {"qkv_projection_bf16", "heads"},
-                                                         {"kv_projection_bf16", "heads"},
-                                                         {"q_projection_bf16", "heads"},
-                                                         {"out_projection_bf16", "heads"},
-                                                         {"ffn_relu_bf16", "ffn"},
-                                                         {"ffn_gelu_bf16", "ffn"},
-                                                         {"ffn_silu_bf16", "ffn"}};
+                                                         {"log_softmax", "softmax"}};
   const auto f = family.find(kernel);
-  const auto it = shapes.find(f != family.end() ? f->second : kernel);
-  return it != shapes.end() ? it->second : none;
+  return f != family.end() ? f->second : kernel;
+}
+} // namespace
+
+const std::vector<std::string>& test_shapes(const std::string& kernel) {
+  static const std::vector<std::string> none;
+  const auto it = shape_table().find(family_of(kernel));
+  return it != shape_table().end() ? it->second : none;
 }
 
 } // namespace halformer::problems

@@ -4,14 +4,15 @@
  *
  * CUDA is probed through the driver API (libcuda.so.1, loaded with dlopen, as the
  * Halide runtime itself loads it), OpenCL by allocating and freeing a small buffer
- * through the Halide runtime's OpenCL module. Failures say why in last_error. */
+ * through the Halide runtime's OpenCL module. Failures say why in halformer_last_error(). */
+#include "device.h"
+#include "errors.h"
 #include "halformer_kernels.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
-extern void halformer_set_error(const char* msg); /* isa.c */
 /* From the Halide runtime's CUDA and OpenCL modules (HalideRuntimeCuda.h, ...OpenCL.h). */
 extern const struct halide_device_interface_t* halide_cuda_device_interface(void);
 extern const struct halide_device_interface_t* halide_opencl_device_interface(void);
@@ -43,9 +44,7 @@ int halformer_cuda_capability(void) {
     return 0;
   }
   if ((rc = init(0)) != 0 || (rc = count(&n)) != 0 || n == 0) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "no CUDA device (cuInit/cuDeviceGetCount: error %d, %d devices)", rc, n);
-    halformer_set_error(msg);
+    halformer_set_error("no CUDA device (cuInit/cuDeviceGetCount: error %d, %d devices)", rc, n);
     return 0;
   }
   /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76 */
@@ -57,7 +56,6 @@ int halformer_cuda_capability(void) {
   return cuda_capability;
 }
 
-/* The capability a cuda_capability_* feature bit asks for, or 0 for other bits. */
 int halformer_cuda_capability_of_feature(int feature) {
   switch (feature) {
   case halide_target_feature_cuda_capability30:
@@ -99,9 +97,9 @@ static int probe(const struct halide_device_interface_t* iface, const char* api)
   if (rc == 0)
     halide_device_free(NULL, &buf);
   if (rc != 0) {
-    char msg[4096];
-    snprintf(msg, sizeof msg, "no usable %s device: %s", api, halformer_last_error());
-    halformer_set_error(msg);
+    char why[4096];
+    snprintf(why, sizeof why, "%s", halformer_last_error());
+    halformer_set_error("no usable %s device: %s", api, why);
   }
   return rc == 0;
 }
@@ -113,9 +111,7 @@ int halformer_device_available(const char* api) {
     return halformer_cuda_capability() > 0 && probe(halide_cuda_device_interface(), "CUDA");
   if (!strcmp(api, "opencl"))
     return probe(halide_opencl_device_interface(), "OpenCL");
-  char msg[160];
-  snprintf(msg, sizeof msg, "unknown device '%s' (expected cpu, cuda or opencl)", api);
-  halformer_set_error(msg);
+  halformer_set_error("unknown device '%s' (expected cpu, cuda or opencl)", api);
   return 0;
 }
 

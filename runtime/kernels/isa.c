@@ -1,10 +1,11 @@
 /* ISA forcing and error capture for the multi-target kernels. Halide's dispatcher
  * asks halide_can_use_target_features() for each target's feature set, most
  * specialised first; we answer "no" for sets above the forced level. */
+#include "device.h"
+#include "errors.h"
 #include "halformer_kernels.h"
 #include "thread_pool.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,6 @@ enum level { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AVX512_VNN
 #define FEATURE_WORDS ((halide_target_feature_end + 63) / 64)
 
 static volatile int forced_level = LEVEL_AUTO;
-static _Thread_local char last_error[4096];
 
 static int feature_level(int f) {
   switch (f) {
@@ -41,8 +41,6 @@ static int feature_level(int f) {
 /* Each kernel's dispatcher asks once, on its first call, and caches the answer:
  * after that, forcing another ISA would not take effect everywhere. */
 static volatile int dispatched = 0;
-
-extern int halformer_cuda_capability_of_feature(int feature); /* device.c */
 
 /* The instructions of Halide's avx512_zen4 feature set. Halide 21's runtime does
  * not know that feature (it detects it on one AMD model only and otherwise lets
@@ -74,12 +72,6 @@ static int can_use(int count, const uint64_t* features) {
   return halide_default_can_use_target_features(count, features);
 }
 
-static void on_error(void* user_context, const char* msg) {
-  (void)user_context;
-  snprintf(last_error, sizeof last_error, "%s", msg);
-}
-void halformer_set_error(const char* msg) { on_error(NULL, msg); }
-
 static int parse(const char* isa) {
   if (!isa || !strcmp(isa, "auto") || !*isa)
     return LEVEL_AUTO;
@@ -97,13 +89,12 @@ static int parse(const char* isa) {
 int halformer_force_isa(const char* isa) {
   int level = parse(isa);
   if (!level) {
-    snprintf(last_error, sizeof last_error, "unknown ISA '%s' (expected auto, avx512_vnni, avx512, avx2 or sse41)",
-             isa);
+    halformer_set_error("unknown ISA '%s' (expected auto, avx512_vnni, avx512, avx2 or sse41)", isa);
     return -1;
   }
   if (dispatched && level != forced_level) {
-    snprintf(last_error, sizeof last_error,
-             "cannot force ISA '%s': kernels have already chosen theirs (force it before the first kernel call)", isa);
+    halformer_set_error(
+        "cannot force ISA '%s': kernels have already chosen theirs (force it before the first kernel call)", isa);
     return -1;
   }
   forced_level = level;
@@ -112,7 +103,7 @@ int halformer_force_isa(const char* isa) {
 
 int halformer_kernels_init(void) {
   halide_set_custom_can_use_target_features(can_use);
-  halide_set_error_handler(on_error);
+  halide_set_error_handler(halformer_on_halide_error);
   if (!halformer_thread_pool_configured()) {
     const char* threads = getenv("HL_NUM_THREADS");
     halformer_set_num_threads(threads ? atoi(threads) : 0);
@@ -161,16 +152,12 @@ const char* halformer_active_isa(void) {
   return names[LEVEL_SSE41];
 }
 
-const char* halformer_last_error(void) { return last_error; }
-void halformer_clear_error(void) { last_error[0] = 0; }
-
 const struct halformer_kernel* halformer_find_kernel(const struct halformer_kernel* list, const char* name) {
-  size_t used = 0;
   for (const struct halformer_kernel* k = list; k && k->name; ++k)
     if (!strcmp(k->name, name))
       return k;
-  used = (size_t)snprintf(last_error, sizeof last_error, "no kernel '%s' in this library; it has:", name);
-  for (const struct halformer_kernel* k = list; k && k->name && used < sizeof last_error; ++k)
-    used += (size_t)snprintf(last_error + used, sizeof last_error - used, " %s", k->name);
+  halformer_set_error("no kernel '%s' in this library; it has:", name);
+  for (const struct halformer_kernel* k = list; k && k->name; ++k)
+    halformer_append_error(" %s", k->name);
   return NULL;
 }

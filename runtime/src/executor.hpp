@@ -24,25 +24,6 @@
 
 namespace halformer {
 
-// The element type of a kernel argument of DSL type `t`, as Halide's metadata states it.
-inline halide_type_t argument_type(dsl::dtype t) {
-  switch (t) {
-  case dsl::dtype::i32:
-    return i32_type;
-  case dsl::dtype::i8:
-    return i8_type;
-  case dsl::dtype::bf16:
-    return bf16_type;
-  case dsl::dtype::f16:
-    return f16_type;
-  case dsl::dtype::boolean:
-    return bool_type;
-  case dsl::dtype::f32:
-    break;
-  }
-  return f32_type;
-}
-
 // The decoder's attention keys and values (dsl/gemm_steps.hpp, kv_type).
 using kv_type = dsl::layers::kv_type;
 // float16 where the GEMMs are int8 or bfloat16 on the CPU: those models already
@@ -169,6 +150,9 @@ private:
   plan bind(const std::vector<dsl::layers::flat_step>& steps, const layer_tensors& weights, const std::string& scope,
             bool decoder);
   void bind_top(const layer_descriptions& layers);
+  ibuffer& lengths_named(const std::string& name); // src_lengths, tgt_lengths or vocab_lengths
+  // An activation, cache or per-source tensor: its buffer, keyed per phase or decoder layer.
+  void bind_activation(const dsl::layers::flat_operand& o, const std::string& scope, bool decoder, operand& op);
   operand bind_operand(const dsl::layers::flat_operand& o, const layer_tensors& weights, const std::string& scope,
                        bool decoder);
   void run(const plan& p, phase ph);

@@ -1,6 +1,7 @@
 // Binding: the layer descriptions become plans of kernel calls, each operand
 // resolved by its role and each kernel bound by argument name (executor.hpp).
 #include "executor.hpp"
+#include "halformer/dsl/halide_type.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -148,9 +149,9 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
         throw error(where + ", argument '" + o.formal + "': " + e.what());
       }
       const int rank = o.rank();
-      specs.push_back(rank == 0     ? scalar_arg(o.formal, argument_type(o.type))
-                      : o.is_output ? output_arg(o.formal, argument_type(o.type), rank)
-                                    : input_arg(o.formal, argument_type(o.type), rank));
+      specs.push_back(rank == 0     ? scalar_arg(o.formal, dsl::halide_type_of(o.type))
+                      : o.is_output ? output_arg(o.formal, dsl::halide_type_of(o.type), rank)
+                                    : input_arg(o.formal, dsl::halide_type_of(o.type), rank));
     }
     st.reads_per_source = std::any_of(st.args.begin(), st.args.end(),
                                       [](const operand& o) { return !o.is_output && from_source(o.kind); });
@@ -164,26 +165,29 @@ executor::plan executor::bind(const std::vector<layers::flat_step>& steps, const
   return p;
 }
 
+namespace {
+// The weight a kernel argument names, of the type the kernel takes.
+const weight_buffer& weight_of(const std::string& name, halide_type_t type, const layer_tensors& weights,
+                               const std::string& scope) {
+  auto w = weights.find(name);
+  if (w == weights.end())
+    throw error("the model has no weight '" + name + "' in " + scope);
+  if (w->second.type() != type)
+    throw error("weight '" + name + "' in " + scope + " holds " + type_name(w->second.type()) +
+                " values, the kernel takes " + type_name(type));
+  return w->second;
+}
+} // namespace
+
 executor::operand executor::bind_operand(const layers::flat_operand& o, const layer_tensors& weights,
                                          const std::string& scope, bool decoder) {
-  operand op{o.kind, o.is_output, argument_type(o.type)};
+  operand op{o.kind, o.is_output, dsl::halide_type_of(o.type)};
   switch (o.kind) {
-  case role::weight: {
-    auto w = weights.find(o.actual);
-    if (w == weights.end())
-      throw error("the model has no weight '" + o.actual + "' in " + scope);
-    if (w->second.type() != op.type)
-      throw error("weight '" + o.actual + "' in " + scope + " holds " + type_name(w->second.type()) +
-                  " values, the kernel takes " + type_name(op.type));
-    op.weight = &w->second;
+  case role::weight:
+    op.weight = &weight_of(o.actual, op.type, weights, scope);
     return op;
-  }
   case role::lengths:
-    if (o.actual != "src_lengths" && o.actual != "tgt_lengths" && o.actual != "vocab_lengths")
-      throw error("unknown lengths '" + o.actual + "' (src_lengths, tgt_lengths or vocab_lengths)");
-    op.integers = o.actual == "src_lengths"   ? &src_lengths_
-                  : o.actual == "tgt_lengths" ? &tgt_lengths_
-                                              : &vocab_lengths_;
+    op.integers = &lengths_named(o.actual);
     return op;
   case role::kv_rows:
   case role::own_rows: { // a table, or whether it is the identity
@@ -231,6 +235,17 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   case role::activation:
     break;
   }
+  bind_activation(o, scope, decoder, op);
+  return op;
+}
+
+ibuffer& executor::lengths_named(const std::string& name) {
+  if (name != "src_lengths" && name != "tgt_lengths" && name != "vocab_lengths")
+    throw error("unknown lengths '" + name + "' (src_lengths, tgt_lengths or vocab_lengths)");
+  return name == "src_lengths" ? src_lengths_ : name == "tgt_lengths" ? tgt_lengths_ : vocab_lengths_;
+}
+
+void executor::bind_activation(const layers::flat_operand& o, const std::string& scope, bool decoder, operand& op) {
   // Keys: per phase ("encoder.", "decoder."; a name with a phase is kept as it
   // is), and per decoder layer for what persists across steps (caches,
   // cross-attention keys and values).
@@ -244,7 +259,6 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     if (o.dims[d] == "batch")
       op.batch_dim = int(d);
   }
-  return op;
 }
 
 } // namespace halformer

@@ -1,4 +1,4 @@
-#include "npy.hpp"
+#include "halformer/npy.hpp"
 
 #include "halformer/error.hpp"
 

@@ -74,6 +74,49 @@ safetensors_file safetensors_file::from_memory(const std::uint8_t* data, std::si
   return f;
 }
 
+namespace {
+// One tensor's header entry, checked against the data's `data_size` bytes; `t`
+// names it in errors.
+tensor_info tensor_of(const nlohmann::json& entry, const std::string& t, std::size_t data_size) {
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    throw error(t + ": needs dtype, shape and data_offsets");
+  tensor_info info;
+  if (!entry["dtype"].is_string())
+    throw error(t + ": dtype is not a string");
+  info.dtype = entry["dtype"].get<std::string>();
+  const auto& shape = entry["shape"];
+  if (!shape.is_array() || shape.size() > 8)
+    throw error(t + ": shape is not an array of at most 8 sizes");
+  std::uint64_t elements = 1;
+  for (const auto& e : shape) {
+    if (!e.is_number_unsigned() && !(e.is_number_integer() && e.get<std::int64_t>() >= 0))
+      throw error(t + ": shape holds a non-integer or negative size");
+    const std::uint64_t d = e.get<std::uint64_t>();
+    if (d != 0 && elements > (std::uint64_t(1) << 62) / d)
+      throw error(t + ": shape overflows");
+    elements *= d;
+    info.shape.push_back(static_cast<std::int64_t>(d));
+  }
+  const auto& off = entry["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw error(t + ": data_offsets is not [begin, end]");
+  const std::uint64_t b = off[0].get<std::uint64_t>(), e = off[1].get<std::uint64_t>();
+  if (b > e || e > data_size)
+    throw error(t + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] fall outside the " +
+                std::to_string(data_size) + " data bytes (file truncated or corrupt)");
+  const std::uint64_t width = info.dtype == "F32" || info.dtype == "I32"    ? 4
+                              : info.dtype == "F16" || info.dtype == "BF16" ? 2
+                              : info.dtype == "F64" || info.dtype == "I64"  ? 8
+                                                                            : 0;
+  if (width != 0 && elements * width != e - b)
+    throw error(t + ": " + std::to_string(e - b) + " data bytes for shape " + shape_text(info.shape) + " of " +
+                info.dtype);
+  info.begin = static_cast<std::size_t>(b);
+  info.end = static_cast<std::size_t>(e);
+  return info;
+}
+} // namespace
+
 void safetensors_file::parse() {
   const std::string where = "safetensors file '" + path_ + "'";
   if (size_ < 8)
@@ -97,43 +140,7 @@ void safetensors_file::parse() {
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__")
       continue;
-    const std::string t = where + ", tensor '" + name + "'";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
-      throw error(t + ": needs dtype, shape and data_offsets");
-    tensor_info info;
-    if (!entry["dtype"].is_string())
-      throw error(t + ": dtype is not a string");
-    info.dtype = entry["dtype"].get<std::string>();
-    const auto& shape = entry["shape"];
-    if (!shape.is_array() || shape.size() > 8)
-      throw error(t + ": shape is not an array of at most 8 sizes");
-    std::uint64_t elements = 1;
-    for (const auto& e : shape) {
-      if (!e.is_number_unsigned() && !(e.is_number_integer() && e.get<std::int64_t>() >= 0))
-        throw error(t + ": shape holds a non-integer or negative size");
-      const std::uint64_t d = e.get<std::uint64_t>();
-      if (d != 0 && elements > (std::uint64_t(1) << 62) / d)
-        throw error(t + ": shape overflows");
-      elements *= d;
-      info.shape.push_back(static_cast<std::int64_t>(d));
-    }
-    const auto& off = entry["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw error(t + ": data_offsets is not [begin, end]");
-    const std::uint64_t b = off[0].get<std::uint64_t>(), e = off[1].get<std::uint64_t>();
-    if (b > e || e > data_size)
-      throw error(t + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] fall outside the " +
-                  std::to_string(data_size) + " data bytes (file truncated or corrupt)");
-    const std::uint64_t width = info.dtype == "F32" || info.dtype == "I32"    ? 4
-                                : info.dtype == "F16" || info.dtype == "BF16" ? 2
-                                : info.dtype == "F64" || info.dtype == "I64"  ? 8
-                                                                              : 0;
-    if (width != 0 && elements * width != e - b)
-      throw error(t + ": " + std::to_string(e - b) + " data bytes for shape " + shape_text(info.shape) + " of " +
-                  info.dtype);
-    info.begin = static_cast<std::size_t>(b);
-    info.end = static_cast<std::size_t>(e);
-    tensors_.emplace(name, std::move(info));
+    tensors_.emplace(name, tensor_of(entry, where + ", tensor '" + name + "'", data_size));
   }
 }
 

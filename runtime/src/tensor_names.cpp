@@ -21,6 +21,19 @@ std::vector<std::string> parts_of(const std::string& name) {
   throw error("no " + c.format + " tensor is known for '" + name + "'");
 }
 
+// The names every format's layers share: a final norm ("encoder_norm.weight"),
+// a layer's FFN ("encoder.0.fc1.weight"), a layer's prefix under `root`.
+bool is_final_norm(const std::vector<std::string>& p) {
+  return p.size() == 2 && (p[0] == "encoder_norm" || p[0] == "decoder_norm");
+}
+bool is_ffn(const std::vector<std::string>& p) { return p.size() == 4 && (p[2] == "fc1" || p[2] == "fc2"); }
+std::string layer_of(const model_config& c, const std::string& name, const std::vector<std::string>& p,
+                     const std::string& root) {
+  if (p.size() < 4)
+    unknown(c, name);
+  return root + p[0] + ".layers." + p[1] + ".";
+}
+
 // halformer's own format: the state_dict of tools/export_torch.py's module
 // (nn.Embedding src_embed/tgt_embed, a batch_first nn.Transformer, a generator).
 tensor_source torch_transformer(const model_config& c, const std::string& name) {
@@ -29,12 +42,10 @@ tensor_source torch_transformer(const model_config& c, const std::string& name) 
     return {{p[0] + ".weight"}};
   if (p.size() == 2 && p[0] == "generator")
     return {{name}};
-  if (p.size() == 2 && (p[0] == "encoder_norm" || p[0] == "decoder_norm"))
+  if (is_final_norm(p))
     return {{"transformer." + p[0].substr(0, 7) + ".norm." + p[1]}};
-  if (p.size() < 4)
-    unknown(c, name);
-  const std::string layer = "transformer." + p[0] + ".layers." + p[1] + ".";
-  if (p.size() == 4 && (p[2] == "fc1" || p[2] == "fc2"))
+  const std::string layer = layer_of(c, name, p, "transformer.");
+  if (is_ffn(p))
     return {{layer + (p[2] == "fc1" ? "linear1." : "linear2.") + p[3]}};
   if (p.size() == 4 && p[2].rfind("norm", 0) == 0)
     return {{layer + p[2] + "." + p[3]}};
@@ -72,12 +83,10 @@ tensor_source marian(const model_config& c, const std::string& name) {
   }
   if (name == "generator.bias")
     return {{"final_logits_bias"}, {1, c.tgt_vocab}};
-  if (p.size() == 2 && (p[0] == "encoder_norm" || p[0] == "decoder_norm"))
+  if (is_final_norm(p))
     return {{"model." + p[0].substr(0, 7) + ".layer_norm." + p[1]}};
-  if (p.size() < 4)
-    unknown(c, name);
-  const std::string layer = "model." + p[0] + ".layers." + p[1] + ".";
-  if (p.size() == 4 && (p[2] == "fc1" || p[2] == "fc2"))
+  const std::string layer = layer_of(c, name, p, "model.");
+  if (is_ffn(p))
     return {{layer + p[2] + "." + p[3]}};
   if (p.size() == 4 && p[2].rfind("norm", 0) == 0) {
     static const std::map<std::string, std::string> encoder{{"norm1", "self_attn_layer_norm"},

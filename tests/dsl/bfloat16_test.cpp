@@ -6,6 +6,7 @@
 #include "halformer/dsl/lower.hpp"
 #include "halformer/reference/bfloat16.hpp"
 #include "halformer/reference/convert.hpp"
+#include "test_seed.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -29,12 +30,6 @@ static_assert(dtype_v<blinear> == dtype::f32);
 static_assert(std::is_same_v<shape_t<blinear>, decltype(shape(d_ff, t, batch))>);
 
 namespace {
-std::uint32_t test_seed() {
-  if (const char* s = std::getenv("HALFORMER_TEST_SEED"))
-    return std::uint32_t(std::stoul(s));
-  return std::random_device{}();
-}
-
 // y = bf16_linear(x, w, b), JIT-compiled on the host.
 struct bf16_pipeline {
   Halide::ImageParam x_in{Halide::Float(32), 3, "x"}, w_in{Halide::BFloat(16), 2, "w"}, b_in{Halide::Float(32), 1, "b"};

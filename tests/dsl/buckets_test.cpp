@@ -128,8 +128,8 @@ TEST_CASE("knob values may name the machine: cores, l2_kib/N", "[knobs]") {
   CHECK(halformer::knob_value(json(7), "w") == 7);
   const int eighth = halformer::knob_value(json("l2_kib/8"), "w");
   CHECK((eighth & (eighth - 1)) == 0); // a power of two
-  CHECK(eighth <= std::max(1, halformer::machine_l2_kib() / 8));
-  CHECK(eighth * 2 > halformer::machine_l2_kib() / 8);
+  CHECK(eighth <= std::max(1, halformer::machine::l2_kib() / 8));
+  CHECK(eighth * 2 > halformer::machine::l2_kib() / 8);
   CHECK_THROWS_WITH(halformer::knob_value(json("l2_kib/0"), "f: s.k"),
                     Catch::Contains("f: s.k") && Catch::Contains("divisor"));
   CHECK_THROWS_WITH(halformer::knob_value(json("many"), "f: s.k"), Catch::Contains("f: s.k is not an integer"));

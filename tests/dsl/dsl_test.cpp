@@ -3,6 +3,7 @@
 // evaluation, stages are registered under their names, and inconsistent input
 // shapes are rejected at run time by the constraints lowering adds.
 #include "halformer/dsl/lower.hpp"
+#include "test_seed.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -33,13 +34,6 @@ static_assert(std::is_same_v<
               decltype(shape(d_k, t, heads, batch))>);
 
 namespace {
-// Fresh random data each run; the seed is reported with any failure, and
-// HALFORMER_TEST_SEED replays it.
-std::uint32_t test_seed() {
-  if (const char* s = std::getenv("HALFORMER_TEST_SEED"))
-    return std::uint32_t(std::stoul(s));
-  return std::random_device{}();
-}
 
 Halide::Buffer<float> random_buffer(std::mt19937& rng, std::vector<int> shape) {
   Halide::Buffer<float> b(shape);

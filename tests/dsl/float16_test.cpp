@@ -5,6 +5,7 @@
 #include "halformer/dsl/float16.hpp"
 #include "halformer/dsl/lower.hpp"
 #include "halformer/reference/float16.hpp"
+#include "test_seed.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,20 +19,11 @@ using namespace halformer::dsl::dims;
 // ---- compile-time facts ---------------------------------------------------------
 static_assert(dtype_v<decltype(to_float16("r", input("x", shape(d_k, t, heads, batch))))> == dtype::f16);
 static_assert(dtype_bytes(dtype::f16) == 2);
-using half_attention =
-    decltype(attention("a", input("q", shape(d_k, t, heads, batch)), input("k", shape(d_k, tk, heads, kv_row), f16),
-                       input("v", shape(d_k, tk, heads, kv_row), f16), input("r", shape(tk, batch), i32),
-                       input("l", shape(batch), i32), param("c", boolean), param("o", i32), param("s", boolean),
-                       param("w", boolean)));
+using half_attention = decltype(attention(
+    "a", input("q", shape(d_k, t, heads, batch)), input("k", shape(d_k, tk, heads, kv_row), f16),
+    input("v", shape(d_k, tk, heads, kv_row), f16), input("r", shape(tk, batch), i32), input("l", shape(batch), i32),
+    param("c", boolean), param("o", i32), param("s", boolean), param("w", boolean)));
 static_assert(dtype_v<half_attention> == dtype::f32); // float16 keys and values, float32 result
-
-namespace {
-std::uint32_t test_seed() {
-  if (const char* s = std::getenv("HALFORMER_TEST_SEED"))
-    return std::uint32_t(std::stoul(s));
-  return std::random_device{}();
-}
-} // namespace
 
 TEST_CASE("to_float16 rounds to nearest even and saturates, as the reference does", "[dsl][f16]") {
   Halide::ImageParam x_in{Halide::Float(32), 1, "x"};

@@ -6,6 +6,7 @@
 // the accumulation), the dequantized result with float64.
 #include "halformer/dsl/lower.hpp"
 #include "halformer/dsl/quantize.hpp"
+#include "test_seed.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -35,12 +36,6 @@ static_assert(dtype_v<qlinear> == dtype::f32);
 static_assert(std::is_same_v<shape_t<qlinear>, decltype(shape(d_ff, t, batch))>);
 
 namespace {
-std::uint32_t test_seed() {
-  if (const char* s = std::getenv("HALFORMER_TEST_SEED"))
-    return std::uint32_t(std::stoul(s));
-  return std::random_device{}();
-}
-
 // The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, b), w
 // a plain int8 input or stored in panels (dsl/panels.hpp) with its steps and
 // value sums, its products as int16 pairs or byte quads offset by the weight's

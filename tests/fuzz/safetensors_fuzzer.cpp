@@ -1,7 +1,7 @@
 // libFuzzer target: any bytes as a safetensors file; reading every tensor must
 // either succeed or throw halformer::error, never crash or read out of bounds.
-#include "../../runtime/src/safetensors.hpp"
 #include "halformer/error.hpp"
+#include "safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

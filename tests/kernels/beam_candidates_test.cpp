@@ -16,28 +16,17 @@ void check_candidates(Buffer<float> x) {
   REQUIRE_OK(HF(beam_candidates)(x, chunk_max, top));
   const auto want_max = ref::chunk_maxima(test::to_ref(x), chunk);
   const auto want_top = ref::greedy_pick(test::to_ref(x));
-  double worst = 0;
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t) {
-      INFO("row t " << t << " b " << b);
-      for (int c = 0; c < C; ++c)
-        CHECK(chunk_max(c, t, b) == want_max(c, t, b)); // float values: their maximum is exact
-      const double want = want_top.log_p[std::size_t(b) * T + t];
-      // A log-sum-exp of N terms in float32: error ~ sqrt(N) ulp of the sum.
-      worst = std::max(worst, std::abs(top(t, b) - want) / (std::abs(want) + 1.0));
-    }
+  const double worst = test::worst_over_rows(T, B, [&](int t, int b) {
+    for (int c = 0; c < C; ++c)
+      CHECK(chunk_max(c, t, b) == want_max(c, t, b)); // float values: their maximum is exact
+    return test::log_prob_error(top(t, b), want_top.log_p[std::size_t(b) * T + t]);
+  });
   CHECK(worst <= test::rtol);
 }
 } // namespace
 
 TEST_CASE("beam_candidates gives every chunk's maximum and the best log-probability", "[beam_candidates]") {
-  struct shape {
-    int vocab, t, batch;
-  };
-  for (const auto& s : {shape{1, 1, 1}, shape{63, 1, 3}, shape{64, 2, 2}, shape{65, 1, 5}, shape{32000, 1, 8}}) {
-    INFO("vocab " << s.vocab << " t " << s.t << " batch " << s.batch);
-    check_candidates(test::random({s.vocab, s.t, s.batch}, 3.0f));
-  }
+  test::for_random_logits({{1, 1, 1}, {63, 1, 3}, {64, 2, 2}, {65, 1, 5}, {32000, 1, 8}}, check_candidates);
 }
 
 TEST_CASE("beam_candidates keeps ties and large offsets exact", "[beam_candidates]") {

@@ -19,7 +19,11 @@ namespace test {
 template <class T> struct is_buffer : std::false_type {};
 template <class T, int D, int S> struct is_buffer<Halide::Runtime::Buffer<T, D, S>> : std::true_type {};
 
-extern "C" void halformer_set_error(const char* msg); // runtime/kernels/isa.c
+// What the device wrapper found wrong with a call that the kernel itself passed.
+inline std::string& wrapper_error() {
+  thread_local std::string message;
+  return message;
+}
 
 // After the call, every input buffer's device copy is read back and compared
 // with its host data: a kernel that writes its inputs (or out of bounds into a
@@ -55,9 +59,8 @@ template <auto Kernel, auto Metadata> struct on_device {
             b.for_each_element(
                 [&](const int* pos) { same = same && std::memcmp(&b(pos), &seen(pos), sizeof(b(pos))) == 0; });
             if (!same) {
-              halformer_set_error(
-                  (std::string("the kernel changed its input '") + md->arguments[index - 1].name + "' on the device")
-                      .c_str());
+              wrapper_error() =
+                  std::string("the kernel changed its input '") + md->arguments[index - 1].name + "' on the device";
               rc = -1000;
             }
           }
@@ -75,3 +78,22 @@ template <auto Kernel, auto Metadata> struct on_device {
 #else
 #define HF(name) hf_##name
 #endif
+
+#include "halformer_kernels.h"
+
+#include <string>
+
+namespace test {
+#ifndef HALFORMER_TEST_OPENCL
+inline std::string& wrapper_error() {
+  thread_local std::string message; // stays empty: the CPU kernels are called as they are
+  return message;
+}
+#endif
+// The message of the last failed call: the wrapper's, else the kernel library's.
+inline std::string last_error() { return wrapper_error().empty() ? halformer_last_error() : wrapper_error(); }
+inline void clear_error() {
+  wrapper_error().clear();
+  halformer_clear_error();
+}
+} // namespace test

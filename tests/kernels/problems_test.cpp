@@ -59,7 +59,7 @@ TEST_CASE("timing reads through twice the last-level cache, at least 64 MiB", "[
   if (llc == 0)
     WARN("sysfs lists no cache here: only the 64 MiB floor is checked");
   else
-    CHECK(halformer::timing::last_level_cache_bytes() >= llc);
+    CHECK(halformer::machine::last_level_cache_bytes() >= llc);
   INFO("last-level cache " << (llc >> 20) << " MiB (sysfs)");
   CHECK(halformer::timing::rotation_bytes() >= std::max(std::size_t(64) << 20, 2 * llc));
 }

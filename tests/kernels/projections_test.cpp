@@ -25,21 +25,35 @@ head_weights random_head_weights(int d_k, int heads, int d_model) {
 ref::tensor reference_projection(const ref::tensor& x, const head_weights& hw, int heads) {
   return ref::split_heads(ref::linear(x, test::dot_weight_to_ref(hw.rows, 1), test::head_bias_to_ref(hw.b)), heads);
 }
-} // namespace
 
-TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
-  for (const auto& s : proj_shapes) {
-    const int dm = s.d_k * s.heads;
-    INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
-    auto x = test::random({dm, s.t, s.batch});
-    auto wq = random_head_weights(s.d_k, s.heads, dm), wk = random_head_weights(s.d_k, s.heads, dm),
-         wv = random_head_weights(s.d_k, s.heads, dm);
-    Buffer<float> q(s.d_k, s.t, s.heads, s.batch), k(s.d_k, s.t, s.heads, s.batch), v(s.d_k, s.t, s.heads, s.batch);
-    REQUIRE_OK(HF(qkv_projection)(x, wq.w, wk.w, wv.w, wq.b, wk.b, wv.b, q, k, v));
+// One projection call's random input and weights, its outputs, and the check
+// of each output against the reference.
+struct projection_case {
+  proj_shape s;
+  int dm = s.d_k * s.heads;
+  Buffer<float> x = test::random({dm, s.t, s.batch});
+  head_weights wq = random_head_weights(s.d_k, s.heads, dm), wk = random_head_weights(s.d_k, s.heads, dm),
+               wv = random_head_weights(s.d_k, s.heads, dm);
+  Buffer<float> q{s.d_k, s.t, s.heads, s.batch}, k{s.d_k, s.t, s.heads, s.batch}, v{s.d_k, s.t, s.heads, s.batch};
+  std::string name() const {
+    return "d_k " + std::to_string(s.d_k) + " heads " + std::to_string(s.heads) + " t " + std::to_string(s.t) +
+           " batch " + std::to_string(s.batch);
+  }
+  void check() const {
     const auto xr = test::to_ref(x);
     CHECK_CLOSE(q, reference_projection(xr, wq, s.heads), test::rtol);
     CHECK_CLOSE(k, reference_projection(xr, wk, s.heads), test::rtol);
     CHECK_CLOSE(v, reference_projection(xr, wv, s.heads), test::rtol);
+  }
+};
+} // namespace
+
+TEST_CASE("qkv_projection matches the float64 reference", "[projection]") {
+  for (const auto& s : proj_shapes) {
+    projection_case c{s};
+    INFO(c.name());
+    REQUIRE_OK(HF(qkv_projection)(c.x, c.wq.w, c.wk.w, c.wv.w, c.wq.b, c.wk.b, c.wv.b, c.q, c.k, c.v));
+    c.check();
   }
 }
 
@@ -47,18 +61,11 @@ TEST_CASE("kv_projection and q_projection match the reference", "[projection]") 
   // Prefill, decode and one-row decode: each shape variant of the library.
   for (const auto& s :
        {proj_shape{16, 3, 7, 2}, proj_shape{64, 8, 64, 1}, proj_shape{32, 2, 1, 3}, proj_shape{64, 5, 1, 1}}) {
-    const int dm = s.d_k * s.heads;
-    INFO("d_k " << s.d_k << " heads " << s.heads << " t " << s.t << " batch " << s.batch);
-    auto x = test::random({dm, s.t, s.batch});
-    auto wq = random_head_weights(s.d_k, s.heads, dm), wk = random_head_weights(s.d_k, s.heads, dm),
-         wv = random_head_weights(s.d_k, s.heads, dm);
-    Buffer<float> q(s.d_k, s.t, s.heads, s.batch), k(s.d_k, s.t, s.heads, s.batch), v(s.d_k, s.t, s.heads, s.batch);
-    REQUIRE_OK(HF(kv_projection)(x, wk.w, wv.w, wk.b, wv.b, k, v));
-    REQUIRE_OK(HF(q_projection)(x, wq.w, wq.b, q));
-    const auto xr = test::to_ref(x);
-    CHECK_CLOSE(q, reference_projection(xr, wq, s.heads), test::rtol);
-    CHECK_CLOSE(k, reference_projection(xr, wk, s.heads), test::rtol);
-    CHECK_CLOSE(v, reference_projection(xr, wv, s.heads), test::rtol);
+    projection_case c{s};
+    INFO(c.name());
+    REQUIRE_OK(HF(kv_projection)(c.x, c.wk.w, c.wv.w, c.wk.b, c.wv.b, c.k, c.v));
+    REQUIRE_OK(HF(q_projection)(c.x, c.wq.w, c.wq.b, c.q));
+    c.check();
   }
 }
 

@@ -98,21 +98,47 @@ inline comparison compare(const Buffer<const float>& got, const ref::tensor& wan
 // A kernel call must succeed; on failure show the kernel's message.
 #define REQUIRE_OK(call)                                                                                               \
   do {                                                                                                                 \
-    halformer_clear_error();                                                                                           \
+    ::test::clear_error();                                                                                             \
     const int rc_ = (call);                                                                                            \
-    INFO(#call << " returned " << rc_ << ": " << halformer_last_error());                                              \
+    INFO(#call << " returned " << rc_ << ": " << ::test::last_error());                                                \
     REQUIRE(rc_ == 0);                                                                                                 \
   } while (0)
 
 // A kernel call must fail with a message containing `text`.
 #define REQUIRE_KERNEL_ERROR(call, text)                                                                               \
   do {                                                                                                                 \
-    halformer_clear_error();                                                                                           \
+    ::test::clear_error();                                                                                             \
     const int rc_ = (call);                                                                                            \
-    const std::string msg_ = halformer_last_error();                                                                   \
+    const std::string msg_ = ::test::last_error();                                                                     \
     INFO(#call << " returned " << rc_ << ": " << msg_);                                                                \
     REQUIRE(rc_ != 0);                                                                                                 \
     CHECK(msg_.find(text) != std::string::npos);                                                                       \
   } while (0)
+
+// A row's log-probability against the reference's: a log-sum-exp of N terms in
+// float32 errs by about sqrt(N) ulp of the sum.
+inline double log_prob_error(double got, double want) { return std::abs(got - want) / (std::abs(want) + 1.0); }
+
+// The largest of `error(t, b)` over the rows of (T, B), each row named in a failure.
+template <class Error> double worst_over_rows(int T, int B, Error error) {
+  double worst = 0;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      INFO("row t " << t << " b " << b);
+      worst = std::max(worst, error(t, b));
+    }
+  return worst;
+}
+
+// `check` on random logits (of scale 3) of each shape.
+struct logits_shape {
+  int vocab, t, batch;
+};
+template <class Check> void for_random_logits(std::initializer_list<logits_shape> shapes, Check check) {
+  for (const auto& s : shapes) {
+    INFO("vocab " << s.vocab << " t " << s.t << " batch " << s.batch);
+    check(random({s.vocab, s.t, s.batch}, 3.0f));
+  }
+}
 
 } // namespace test

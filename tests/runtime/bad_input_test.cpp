@@ -3,8 +3,8 @@
 // bad config.json; token ids out of range, empty sentences, over-long sources.
 #include "fixtures.hpp"
 
-#include "../../runtime/src/safetensors.hpp"
 #include "halformer/config.hpp"
+#include "safetensors.hpp"
 
 #include <catch2/catch.hpp>
 

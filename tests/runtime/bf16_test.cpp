@@ -47,11 +47,7 @@ TEST_CASE("bfloat16 logits stay close to float32's at Transformer-base width", "
   // 15-43%), and amplifies that to 2.0% of the logits' rms (worst element 14%) on a
   // Sapphire Rapids-class Xeon; a wrong weight or layout errs by O(100%).
   Model f = load("base_width", "float32"), h = load("base_width", "bfloat16");
-  const auto src = fixtures::rows(halformer::npy::read_ints(fixtures::dir("base_width") + "/src.npy"));
-  const auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir("base_width") + "/tgt.npy"));
-  std::vector<float> lf, lh;
-  f.forward(src, tgt, lf);
-  h.forward(src, tgt, lh);
+  const auto [lf, lh] = fixtures::logits_of(f, h, "base_width");
   REQUIRE(lf.size() == lh.size());
   std::vector<float> diff(lf.size());
   double worst = 0;

@@ -6,6 +6,7 @@
 #include "loaded_model.hpp"
 
 #include "executor.hpp"
+#include "halformer/dsl/halide_type.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -194,7 +195,7 @@ TEST_CASE("every compiled kernel's arguments are its DSL interface, in order", "
         CHECK(got.kind == (output           ? halide_argument_kind_output_buffer
                            : a.dims.empty() ? halide_argument_kind_input_scalar
                                             : halide_argument_kind_input_buffer));
-        const halide_type_t t = argument_type(a.type);
+        const halide_type_t t = halformer::dsl::halide_type_of(a.type);
         CHECK((got.type.code == t.code && got.type.bits == t.bits));
       }
     });

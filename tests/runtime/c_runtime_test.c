@@ -50,27 +50,16 @@ static void check_concurrent_calls(halformer_model* m, const int32_t* const* src
   }
 }
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    printf("usage: c_runtime_test MODEL_DIR\n");
-    return 2;
-  }
-  halformer_model* m = NULL;
-  EXPECT(halformer_model_load("/nonexistent", 1, &m) != 0, "loading a missing model succeeded");
-  EXPECT(strstr(halformer_last_error_message(), "/nonexistent") != NULL, "message: %s", halformer_last_error_message());
-  if (halformer_model_load(argv[1], 0, &m) != 0) {
-    printf("load failed: %s\n", halformer_last_error_message());
-    return 1;
-  }
-  int d_model = 0, src_vocab = 0, tgt_vocab = 0, bos = 0, eos = 0, pad = 0;
-  EXPECT(halformer_model_dims(m, &d_model, &src_vocab, &tgt_vocab, &bos, &eos, &pad) == 0, "dims failed");
-  EXPECT(d_model == 24 && src_vocab == 23 && tgt_vocab == 29 && eos == 2, "dims %d %d %d %d", d_model, src_vocab,
-         tgt_vocab, eos);
+/* The inputs every check shares. */
+enum { MAX_LEN = 8 };
+static int32_t src_a[] = {5, 6, 7, 8}, src_b[] = {9};
+static const int32_t* src[] = {src_a, src_b};
+static const int32_t lens[] = {4, 1};
+static int64_t fsrc[] = {5, 6, 7}, ftgt[] = {1, 4};
 
-  int32_t a[] = {5, 6, 7, 8}, b[] = {9};
-  const int32_t* src[] = {a, b};
-  const int32_t lens[] = {4, 1};
-  enum { MAX_LEN = 8 };
+/* Greedy and beam search give well-formed outputs, batch-invariant, beam at
+ * least as likely as greedy; concurrent calls give the sequential results. */
+static void check_translation(halformer_model* m, int tgt_vocab, int eos) {
   int32_t out[2 * MAX_LEN], out_lens[2];
   float scores[2];
   EXPECT(halformer_translate(m, src, lens, 2, 1, MAX_LEN, 1.0f, out, out_lens, scores) == 0, "greedy: %s",
@@ -93,20 +82,23 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 2; ++i)
     EXPECT(beam_scores[i] >= scores[i] - 1e-5f, "beam %f < greedy %f", beam_scores[i], scores[i]);
   check_concurrent_calls(m, src, lens);
+}
 
-  /* Forward: logits are finite and rows are distributions after softmax (sanity). */
-  int64_t fsrc[] = {5, 6, 7}, ftgt[] = {1, 4};
-  float logits[2 * 29], memory[3 * 24];
+/* Forward: logits are finite (sanity); they are returned for the int8 check. */
+static void check_forward(halformer_model* m, float logits[2 * 29]) {
+  float memory[3 * 24];
   EXPECT(halformer_forward(m, fsrc, 1, 3, ftgt, 2, logits, memory) == 0, "forward: %s", halformer_last_error_message());
   for (int i = 0; i < 2 * 29; ++i)
     EXPECT(logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f, "logit");
+}
 
+static void check_opencl(const char* dir, halformer_model* m) {
   /* The same model on OpenCL (PoCL here) translates to the same tokens. */
   halformer_model* g = NULL;
-  EXPECT(halformer_model_load_on(argv[1], 0, "tpu", &g) != 0, "device 'tpu' accepted");
+  EXPECT(halformer_model_load_on(dir, 0, "tpu", &g) != 0, "device 'tpu' accepted");
   EXPECT(strstr(halformer_last_error_message(), "unknown device 'tpu'") != NULL, "message: %s",
          halformer_last_error_message());
-  if (halformer_model_load_on(argv[1], 0, "opencl", &g) != 0) {
+  if (halformer_model_load_on(dir, 0, "opencl", &g) != 0) {
     EXPECT(0, "opencl load: %s", halformer_last_error_message());
   } else {
     EXPECT(strcmp(halformer_model_device(g), "opencl") == 0, "device %s", halformer_model_device(g));
@@ -119,16 +111,18 @@ int main(int argc, char** argv) {
              "sentence %d differs on opencl", i);
     halformer_model_free(g);
   }
+}
 
+static void check_int8(const char* dir, halformer_model* m, const float logits[2 * 29], int eos) {
   /* int8 GEMMs through the C API: the compute type is reported, translation gives
    * well-formed outputs, and the logits are float32's up to int8's error (at most
    * 16% of their rms on this fixture; the exact quantized arithmetic is checked by
    * int8_parity.py); an unknown compute type is an error naming it. */
   halformer_model* q = NULL;
-  EXPECT(halformer_model_load_with(argv[1], 0, "cpu", "int4", &q) != 0, "compute type 'int4' accepted");
+  EXPECT(halformer_model_load_with(dir, 0, "cpu", "int4", &q) != 0, "compute type 'int4' accepted");
   EXPECT(strstr(halformer_last_error_message(), "unknown compute type 'int4'") != NULL, "message: %s",
          halformer_last_error_message());
-  if (halformer_model_load_with(argv[1], 0, "cpu", "int8", &q) != 0) {
+  if (halformer_model_load_with(dir, 0, "cpu", "int8", &q) != 0) {
     EXPECT(0, "int8 load: %s", halformer_last_error_message());
   } else {
     EXPECT(strcmp(halformer_model_compute_type(q), "int8") == 0, "compute type %s", halformer_model_compute_type(q));
@@ -152,7 +146,9 @@ int main(int argc, char** argv) {
     EXPECT(worst > 0 && worst < 0.5 * rms, "int8 logits differ from float32's by %g (rms %g)", worst, rms);
     halformer_model_free(q);
   }
+}
 
+static void check_load_options(const char* dir) {
   /* Every setting through halformer_load_options: int8 GEMMs take float16 keys
    * and values by default ("auto") and float32 ones on request; the two models'
    * logits differ by float16's rounding of the keys and values (2^-11 of each;
@@ -167,19 +163,19 @@ int main(int argc, char** argv) {
   halformer_model *half = NULL, *full = NULL;
   o.compute_type = "int8";
   o.kv_cache = "float8";
-  EXPECT(halformer_model_load_options(argv[1], &o, &half) != 0, "kv cache 'float8' accepted");
+  EXPECT(halformer_model_load_options(dir, &o, &half) != 0, "kv cache 'float8' accepted");
   EXPECT(strstr(halformer_last_error_message(), "unknown kv cache type 'float8'") != NULL, "message: %s",
          halformer_last_error_message());
   o.kv_cache = NULL; /* the default, auto */
   o.size = 8;
-  EXPECT(halformer_model_load_options(argv[1], &o, &half) != 0, "options of another size accepted");
+  EXPECT(halformer_model_load_options(dir, &o, &half) != 0, "options of another size accepted");
   EXPECT(strstr(halformer_last_error_message(), "halformer_load_options_init") != NULL, "message: %s",
          halformer_last_error_message());
   o.size = sizeof o;
-  const int half_ok = halformer_model_load_options(argv[1], &o, &half) == 0;
+  const int half_ok = halformer_model_load_options(dir, &o, &half) == 0;
   EXPECT(half_ok, "int8 load, auto keys and values: %s", halformer_last_error_message());
   o.kv_cache = "float32";
-  const int full_ok = halformer_model_load_options(argv[1], &o, &full) == 0;
+  const int full_ok = halformer_model_load_options(dir, &o, &full) == 0;
   EXPECT(full_ok, "int8 load, float32 keys and values: %s", halformer_last_error_message());
   if (half_ok && full_ok) {
     EXPECT(strcmp(halformer_model_kv_cache(half), "float16") == 0, "auto chose %s", halformer_model_kv_cache(half));
@@ -201,7 +197,11 @@ int main(int argc, char** argv) {
   }
   halformer_model_free(half);
   halformer_model_free(full);
+}
 
+static void check_errors(halformer_model* m) {
+  int32_t out[MAX_LEN], out_lens[1];
+  float logits[29];
   /* Errors: an out-of-range id, with its message. */
   int32_t bad[] = {5, 99};
   const int32_t* bad_src[] = {bad};
@@ -210,7 +210,31 @@ int main(int argc, char** argv) {
   EXPECT(strstr(halformer_last_error_message(), "token id 99") != NULL, "message: %s", halformer_last_error_message());
   int64_t huge[] = {(int64_t)1 << 33};
   EXPECT(halformer_forward(m, huge, 1, 1, ftgt, 1, logits, NULL) != 0, "accepted id 2^33");
+}
 
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    printf("usage: c_runtime_test MODEL_DIR\n");
+    return 2;
+  }
+  halformer_model* m = NULL;
+  EXPECT(halformer_model_load("/nonexistent", 1, &m) != 0, "loading a missing model succeeded");
+  EXPECT(strstr(halformer_last_error_message(), "/nonexistent") != NULL, "message: %s", halformer_last_error_message());
+  if (halformer_model_load(argv[1], 0, &m) != 0) {
+    printf("load failed: %s\n", halformer_last_error_message());
+    return 1;
+  }
+  int d_model = 0, src_vocab = 0, tgt_vocab = 0, bos = 0, eos = 0, pad = 0;
+  EXPECT(halformer_model_dims(m, &d_model, &src_vocab, &tgt_vocab, &bos, &eos, &pad) == 0, "dims failed");
+  EXPECT(d_model == 24 && src_vocab == 23 && tgt_vocab == 29 && eos == 2, "dims %d %d %d %d", d_model, src_vocab,
+         tgt_vocab, eos);
+  float logits[2 * 29];
+  check_translation(m, tgt_vocab, eos);
+  check_forward(m, logits);
+  check_opencl(argv[1], m);
+  check_int8(argv[1], m, logits, eos);
+  check_load_options(argv[1]);
+  check_errors(m);
   halformer_model_free(m);
   printf("%d failures\n", failures);
   return failures != 0;

@@ -67,7 +67,7 @@ done
 expect_error "--compute-type" "$bin" run --model "$model" --compute-type int4 --input <(printf '3\n')
 expect_error "mix devices" "$bin" build-lib --target x86,cuda --out "$(mktemp -d)"
 expect_error "cuda and opencl only" "$bin" build-lib --target host-metal --out "$(mktemp -d)"
-expect_error "knob file /nonexistent.json does not exist" "$bin" build-lib --target x86 --knob-file /nonexistent.json --out "$(mktemp -d)"
+expect_error "--knobs /nonexistent.json: no such knob file" "$bin" build-lib --target x86 --knobs /nonexistent.json --out "$(mktemp -d)"
 expect_error "unknown kernel 'nope'" "$bin" build-lib --target x86 --kernels nope --out "$(mktemp -d)"
 expect_error "--device" "$bin" run --model "$model" --device tpu --input <(printf '3\n')
 # compare puts the OpenCL build of the same kernel (the GPU schedule, on PoCL here) beside the CPU's.

@@ -1,8 +1,8 @@
 // The parity fixtures written by tools/make_fixtures.py (tests/fixtures/<name>/).
 #pragma once
 
-#include "../../runtime/src/npy.hpp"
 #include "halformer/model.hpp"
+#include "halformer/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fixtures {
@@ -96,6 +97,17 @@ inline agreement trained_copy_agreement(const std::string& compute_type) {
     a.copies += hf[i][0].tokens == want;
   }
   return a;
+}
+
+// Two models' teacher-forced logits on a fixture's source and target ids.
+inline std::pair<std::vector<float>, std::vector<float>> logits_of(halformer::Model& a, halformer::Model& b,
+                                                                   const std::string& name) {
+  const auto src = rows(halformer::npy::read_ints(dir(name) + "/src.npy"));
+  const auto tgt = rows(halformer::npy::read_ints(dir(name) + "/tgt.npy"));
+  std::pair<std::vector<float>, std::vector<float>> logits;
+  a.forward(src, tgt, logits.first);
+  b.forward(src, tgt, logits.second);
+  return logits;
 }
 
 } // namespace fixtures

@@ -94,11 +94,7 @@ TEST_CASE("float16 keys and values keep a float32 model's logits at Transformer-
   // amplifies that to 0.15% of the logits' rms, worst element 2.1% (Zen 5); a
   // wrong cache row, layout or type errs by O(100%).
   Model kv32 = load("base_width", "float32", "float32"), kv16 = load("base_width", "float32", "float16");
-  const auto src = fixtures::rows(halformer::npy::read_ints(fixtures::dir("base_width") + "/src.npy"));
-  const auto tgt = fixtures::rows(halformer::npy::read_ints(fixtures::dir("base_width") + "/tgt.npy"));
-  std::vector<float> l32, l16;
-  kv32.forward(src, tgt, l32);
-  kv16.forward(src, tgt, l16);
+  const auto [l32, l16] = fixtures::logits_of(kv32, kv16, "base_width");
   REQUIRE(l32.size() == l16.size());
   double ss = 0, ss_diff = 0, worst = 0;
   for (std::size_t i = 0; i < l32.size(); ++i) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The build's knob file choice (tuner/choose_knobs_main.cpp): an explicit file
-# wins; else this hardware's file in the tuned directory (as `tune` writes it);
-# else the hand defaults with this machine's records. Each says which it used.
+# This machine's knob file (schedules/tools/choose_knobs.cpp, HALFORMER_KNOBS=host):
+# this hardware's file in the tuned directory (as `tune` writes it), else the hand
+# defaults with this machine's records. Each says which it used.
 #   choose_knobs_test.sh CHOOSE DEFAULT_KNOBS SHARE_DIR
 set -u
 choose=$1 defaults=$2 share=$3
@@ -10,9 +10,9 @@ fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
 tmp=$(mktemp -d)
 mkdir -p "$tmp/tuned" "$tmp/db"
 touch "$tmp/db/schedules.jsonl"
-run() { "$choose" "$1" "$tmp/tuned" "$defaults" "$tmp/db" "$share/knob_spaces.json" "$share/kernels.json" "$tmp/out.json"; }
+run() { "$choose" "$tmp/tuned" "$defaults" "$tmp/db" "$share/knob_spaces.json" "$share/kernels.json" "$tmp/out.json"; }
 
-out=$(run "") || fail "no tuned file: $out"
+out=$(run) || fail "no tuned file: $out"
 grep -q "hand defaults everywhere" <<<"$out" || fail "no tuned file, no records: '$out'"
 own=$(grep -o "no [^ ]*\.json for this hardware" <<<"$out" | cut -d' ' -f2)
 [[ $own == "$tmp/tuned/"*.json ]] || fail "this hardware's knob file path: '$own'"
@@ -33,21 +33,21 @@ json.dump(j, open(sys.argv[2], "w"))
 PY
 }
 tuned_file ""
-out=$(run "") || fail "tuned file: $out"
+out=$(run) || fail "tuned file: $out"
 grep -q "this hardware's tuned knob file): 1 tuned knob sets" <<<"$out" || fail "tuned file: '$out'"
 cmp -s "$own" "$tmp/out.json" || fail "the chosen file is not this hardware's"
 tuned_file attention
-out=$(run "") || fail "stale tuned file: $out"
+out=$(run) || fail "stale tuned file: $out"
 grep -q "written for other schedule revisions (attention)" <<<"$out" || fail "stale tuned file: '$out'"
 grep -q "stale .* for this hardware; .*hand defaults everywhere" <<<"$out" || fail "stale tuned file's fallback: '$out'"
 tuned_file ""
 
-# An explicit file wins over it.
-out=$(run "$defaults") || fail "explicit file: $out"
-grep -q "(HALFORMER_KNOB_FILE): 0 tuned knob sets" <<<"$out" || fail "explicit file: '$out'"
-cmp -s "$defaults" "$tmp/out.json" || fail "the chosen file is not the explicit one"
-out=$(run "$tmp/nonexistent.json" 2>&1) && fail "a missing explicit file was accepted"
-grep -q "does not exist" <<<"$out" || fail "missing file message: '$out'"
+# The hardware is this machine's identity: a faked one (HALFORMER_CPUINFO) has a
+# file of its own, so this one's is not taken.
+printf 'model name\t: Fake CPU 9000\nflags\t\t: fpu sse4_1 avx avx2 fma\n' > "$tmp/cpuinfo"
+out=$(HALFORMER_CPUINFO="$tmp/cpuinfo" run) || fail "faked hardware: $out"
+grep -q "no $tmp/tuned/fake-cpu-9000-avx2-[0-9]*c-[0-9a-f]*\.json for this hardware" <<<"$out" ||
+  fail "the faked hardware's knob file: '$out'"
 rm -rf "$tmp"
 echo "choose knobs tests: $failures failures"
 exit $((failures != 0))

@@ -39,30 +39,46 @@ TEST_CASE("a confirmation record outranks a faster search record", "[tuner][data
   CHECK(pick_tuned(search, [](const record& r) { return r.shape == "t=1"; }) == nullptr);
 }
 
+// The first shape of `kernel` in `bucket` among `shapes` ("": its primary shape).
+std::string shape_in(const std::vector<preset_entry>& shapes, const std::string& kernel, const std::string& bucket) {
+  const auto e = std::find_if(shapes.begin(), shapes.end(), [&](const preset_entry& e) {
+    return e.kernel == kernel && (bucket.empty() ? e.primary : bucket_of(e.shape) == bucket);
+  });
+  REQUIRE(e != shapes.end());
+  return e->shape;
+}
+
+// Whether the generator builds `kernel` with `knob_file` (its log shown if not).
+bool generates(const toolchain& t, const std::string& dir, const std::string& kernel, const std::string& knob_file,
+               const std::string& outputs) {
+  const std::string name = "hf_" + kernel, log_file = dir + "/" + name + ".log";
+  const int rc = std::system((t.generator + " -g kernel -o " + dir + " -e " + outputs + " -f " + name + " -n " + name +
+                              " target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=" + kernel +
+                              " knob_file=" + knob_file + " > " + log_file + " 2>&1")
+                                 .c_str());
+  std::ifstream log(log_file);
+  UNSCOPED_INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
+  return rc == 0;
+}
+
 TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner][database]") {
   temp_dir work("model");
   database db(work.path);
   const auto hw = this_machine();
   const auto c = real_catalog();
   const auto shapes = model_shapes({64, 4, 256, 100, 120, "relu"}, 16, 4); // no preset has these
-  const auto decode = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-    return e.kernel == "layernorm" && bucket_of(e.shape) == "decode";
-  });
-  REQUIRE(decode != shapes.end());
   record r;
   r.kernel = "layernorm", r.knob_section = "layernorm", r.target = target_of_isa("avx2"), r.status = "ok";
-  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("layernorm"), r.shape = decode->shape;
+  r.hardware = hw.key(), r.schedule_revision = c.revisions.at("layernorm"),
+  r.shape = shape_in(shapes, "layernorm", "decode");
   r.median_ms = 0.01, r.source = "confirm";
   r.knobs = default_knobs(real_tools(work.path), "layernorm", "avx2");
   r.knobs["rows_per_task"] = 2, r.knobs["vectors"] = 4;
   db.append(r);
-  record other_chunk; // attention at a decode shape, measured with another kv_chunk than the section's
-  other_chunk = r;
+  record other_chunk = r; // attention at a decode shape, measured with another kv_chunk than the section's
   other_chunk.kernel = "attention", other_chunk.knob_section = "attention";
   other_chunk.schedule_revision = c.revisions.at("attention");
-  other_chunk.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-                        return e.kernel == "attention" && bucket_of(e.shape) == "decode1";
-                      })->shape;
+  other_chunk.shape = shape_in(shapes, "attention", "decode1");
   other_chunk.knobs = {{"kv_chunk", 128}, {"q_tile", 1}};
   db.append(other_chunk);
   const std::string defaults = std::string(HALFORMER_SOURCE) + "/schedules/knobs/x86-64.json";
@@ -82,9 +98,7 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   // bucket set takes the section's algorithm, including those the base file holds
   // from the earlier algorithm.
   record prefill = other_chunk;
-  prefill.shape = std::find_if(shapes.begin(), shapes.end(), [](const preset_entry& e) {
-                    return e.kernel == "attention" && e.primary;
-                  })->shape;
+  prefill.shape = shape_in(shapes, "attention", "");
   prefill.knobs = default_knobs(real_tools(work.path), "attention", "avx2");
   const int chunk = prefill.knobs.at("kv_chunk") * 2;
   prefill.knobs["kv_chunk"] = chunk;
@@ -94,8 +108,7 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   db.append(one_row);
   const std::string later = work.path + "/knobs_later.json";
   export_knobs(file, db, hw, shapes, later, c.revisions, c.bucket_plans(), c.algorithm_knobs);
-  std::ifstream later_in(later);
-  const auto l = nlohmann::json::parse(later_in);
+  const auto l = nlohmann::json::parse(std::ifstream(later));
   CHECK(l["attention"]["avx2"]["kv_chunk"] == chunk);
   for (const auto& [bucket, sets] : l["_buckets"]["attention"].items()) {
     INFO(bucket);
@@ -103,24 +116,10 @@ TEST_CASE("a model's tuned shapes reach the knob file the build takes", "[tuner]
   }
   // The generator builds the file's knob sets: the decode branch with the tuned values.
   const toolchain t = real_tools(work.path);
-  const int rc =
-      std::system((t.generator + " -g kernel -o " + work.path + " -e static_library,h -f hf_k -n hf_k " +
-                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=out_projection knob_file=" + file +
-                   " > " + work.path + "/gen.log 2>&1")
-                      .c_str());
-  std::ifstream log(work.path + "/gen.log");
-  INFO(std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
-  CHECK(rc == 0);
-  CHECK(fs::exists(work.path + "/hf_k.a"));
+  CHECK(generates(t, work.path, "out_projection", file, "static_library,h"));
+  CHECK(fs::exists(work.path + "/hf_out_projection.a"));
   // ... and the attention kernel of the later file, whose buckets must agree.
-  const int rc_attention =
-      std::system((t.generator + " -g kernel -o " + work.path + " -e h -f hf_a -n hf_a " +
-                   "target=x86-64-linux-avx-avx2-f16c-fma-sse41-no_runtime kernel=attention knob_file=" + later +
-                   " > " + work.path + "/gen_a.log 2>&1")
-                      .c_str());
-  std::ifstream log_a(work.path + "/gen_a.log");
-  INFO(std::string((std::istreambuf_iterator<char>(log_a)), std::istreambuf_iterator<char>()));
-  CHECK(rc_attention == 0);
+  CHECK(generates(t, work.path, "attention", later, "h"));
 }
 
 TEST_CASE("database lookups are exact on hardware; a miss keeps the defaults", "[tuner][database]") {

@@ -8,6 +8,7 @@
 // output, another element type or rank.
 #pragma once
 
+#include "halformer/dsl/halide_type.hpp"
 #include "halformer/error.hpp"
 #include "halformer_kernels.h"
 
@@ -33,12 +34,12 @@ inline arg_spec input_arg(std::string name, halide_type_t t, int dims) {
 inline arg_spec output_arg(std::string name, halide_type_t t, int dims) {
   return {std::move(name), arg_kind::output, t, dims};
 }
-inline constexpr halide_type_t f32_type{halide_type_float, 32, 1};
-inline constexpr halide_type_t i32_type{halide_type_int, 32, 1};
-inline constexpr halide_type_t i8_type{halide_type_int, 8, 1};
-inline constexpr halide_type_t bf16_type{halide_type_bfloat, 16, 1};
-inline constexpr halide_type_t f16_type{halide_type_float, 16, 1};
-inline constexpr halide_type_t bool_type{halide_type_uint, 1, 1};
+inline constexpr halide_type_t f32_type = dsl::halide_type_of(dsl::dtype::f32);
+inline constexpr halide_type_t i32_type = dsl::halide_type_of(dsl::dtype::i32);
+inline constexpr halide_type_t i8_type = dsl::halide_type_of(dsl::dtype::i8);
+inline constexpr halide_type_t bf16_type = dsl::halide_type_of(dsl::dtype::bf16);
+inline constexpr halide_type_t f16_type = dsl::halide_type_of(dsl::dtype::f16);
+inline constexpr halide_type_t bool_type = dsl::halide_type_of(dsl::dtype::boolean);
 
 // The kernel `name` of a library's list (halformer_kernels_cpu() ...).
 inline const halformer_kernel& find_kernel(const halformer_kernel* list, const std::string& name) {

@@ -5,35 +5,27 @@
 // not say).
 #pragma once
 
+#include "halformer/machine.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 namespace halformer {
-
-inline int machine_cores() { return int(std::clamp(std::thread::hardware_concurrency(), 1u, 64u)); }
-
-inline int machine_l2_kib() {
-  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index2/size"); // e.g. "512K"
-  int kib = 0;
-  return in >> kib && kib > 0 ? kib : 512;
-}
 
 inline int knob_value(const nlohmann::json& v, const std::string& where) {
   const std::string text = v.is_string() ? v.get<std::string>() : "";
   if (text == "cores")
-    return machine_cores();
+    return std::min(machine::online_cpus(), 64);
   if (text.rfind("l2_kib/", 0) == 0) {
     const int divisor = std::atoi(text.c_str() + 7);
     if (divisor < 1)
       throw std::runtime_error(where + ": '" + text + "' needs a divisor >= 1");
     int kib = 1; // rounded down to a power of two: knobs declare powers of two
-    while (kib * 2 <= machine_l2_kib() / divisor)
+    while (kib * 2 <= machine::l2_kib() / divisor)
       kib *= 2;
     return kib;
   }

@@ -5,6 +5,8 @@
 // noisy neighbour on this shared machine hits all of them alike.
 #pragma once
 
+#include "halformer/machine.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -12,27 +14,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace halformer::timing {
-
-// The largest cache's bytes, the larger of glibc's answer (CPUID on x86) and the
-// kernel's (sysfs, which also knows CPUs glibc does not ask); 0 if neither says.
-inline std::size_t last_level_cache_bytes() {
-  std::size_t most = 0;
-  for (int name : {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL4_CACHE_SIZE})
-    most = std::max<std::size_t>(most, std::max(sysconf(name), 0L));
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    std::size_t kib = 0;
-    if (in >> kib)
-      most = std::max(most, kib << 10); // "32768K"
-  }
-  return most;
-}
 
 // The bytes a measurement reads through (rotated weights, caches and tables; the
 // read probe), so that they come from memory as a model's do, not from a cache:
@@ -40,7 +26,7 @@ inline std::size_t last_level_cache_bytes() {
 // Intel Xeon (family 6 model 207) here reports a 260 MiB L3, where a 128 MiB read
 // ran at 41 GB/s and 256 MiB or more at 24 GB/s.
 inline std::size_t rotation_bytes() {
-  static const std::size_t bytes = std::max(std::size_t(64) << 20, 2 * last_level_cache_bytes());
+  static const std::size_t bytes = std::max(std::size_t(64) << 20, 2 * machine::last_level_cache_bytes());
   return bytes;
 }
 

@@ -59,6 +59,11 @@ constexpr auto make(Op o, Shape, Args... a) {
 
 // ---- leaves ---------------------------------------------------------------------
 
+// A kernel's leaf member, declared once: HF_LEAF(x, input("x", shape(d_model, t)))
+// gives the member `x` the expression's type and value (a non-static member
+// cannot be `auto`, so without it the expression is written twice).
+#define HF_LEAF(member, ...) decltype(__VA_ARGS__) member = __VA_ARGS__
+
 template <class S, dtype D = dtype::f32> auto input(std::string name, S s, element<D> = {}) {
   return make<element<D>>(op::input{std::move(name), D}, s);
 }

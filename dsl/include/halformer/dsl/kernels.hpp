@@ -31,11 +31,11 @@ struct embedding {
   static constexpr std::string_view name = "embedding", schedule = "embedding";
   decltype(panel_input("table", shape(d_model, vocab), 1, f32)) table =
       panel_input("table", shape(d_model, vocab), 1, f32);
-  decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
-  decltype(extent_param(vocab)) vocab_size = extent_param(vocab); // the table's panels pad it
-  decltype(param("scale")) scale = param("scale");
-  decltype(param("offset", i32)) offset = param("offset", i32);
-  decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
+  HF_LEAF(ids, input("ids", shape(t, batch), i32));
+  HF_LEAF(vocab_size, extent_param(vocab)); // the table's panels pad it
+  HF_LEAF(scale, param("scale"));
+  HF_LEAF(offset, param("offset", i32));
+  HF_LEAF(split_positions, param("split_positions", boolean));
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
@@ -54,12 +54,12 @@ struct embedding_int8 {
   static constexpr std::string_view name = "embedding_int8", schedule = "embedding";
   decltype(panel_input("table", shape(d_model, vocab), 1, i8)) table =
       panel_input("table", shape(d_model, vocab), 1, i8);
-  decltype(input("table_step", shape(vocab))) table_step = input("table_step", shape(vocab));
-  decltype(input("ids", shape(t, batch), i32)) ids = input("ids", shape(t, batch), i32);
-  decltype(extent_param(d_model)) width = extent_param(d_model);
-  decltype(param("scale")) scale = param("scale");
-  decltype(param("offset", i32)) offset = param("offset", i32);
-  decltype(param("split_positions", boolean)) split_positions = param("split_positions", boolean);
+  HF_LEAF(table_step, input("table_step", shape(vocab)));
+  HF_LEAF(ids, input("ids", shape(t, batch), i32));
+  HF_LEAF(width, extent_param(d_model));
+  HF_LEAF(scale, param("scale"));
+  HF_LEAF(offset, param("offset", i32));
+  HF_LEAF(split_positions, param("split_positions", boolean));
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
@@ -72,10 +72,10 @@ struct embedding_int8 {
 // LayerNorm over d_model.
 struct layernorm {
   static constexpr std::string_view name = "layernorm", schedule = "layernorm";
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("gamma", shape(d_model))) gamma = input("gamma", shape(d_model));
-  decltype(input("beta", shape(d_model))) beta = input("beta", shape(d_model));
-  decltype(param("eps")) eps = param("eps");
+  HF_LEAF(x, input("x", shape(d_model, t, batch)));
+  HF_LEAF(gamma, input("gamma", shape(d_model)));
+  HF_LEAF(beta, input("beta", shape(d_model)));
+  HF_LEAF(eps, param("eps"));
 
   auto inputs() const { return hana::make_tuple(x, gamma, beta, eps); }
   auto outputs() const { return hana::make_tuple(result("out", dsl::layernorm("norm", x, gamma, beta, eps))); }
@@ -83,7 +83,7 @@ struct layernorm {
 // LayerNorm of (x + residual), post-LN's add & norm in one pass.
 struct add_layernorm : layernorm {
   static constexpr std::string_view name = "add_layernorm";
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
+  HF_LEAF(residual, input("residual", shape(d_model, t, batch)));
 
   auto inputs() const { return hana::make_tuple(x, residual, gamma, beta, eps); }
   auto outputs() const {
@@ -94,10 +94,10 @@ struct add_layernorm : layernorm {
 // Row softmax over dim 0 of (tk, t, batch), with the attention masks.
 struct softmax {
   static constexpr std::string_view name = "softmax", schedule = "softmax";
-  decltype(input("x", shape(tk, t, batch))) x = input("x", shape(tk, t, batch));
-  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
-  decltype(param("causal", boolean)) causal = param("causal", boolean);
-  decltype(param("offset", i32)) offset = param("offset", i32);
+  HF_LEAF(x, input("x", shape(tk, t, batch)));
+  HF_LEAF(lengths, input("lengths", shape(batch), i32));
+  HF_LEAF(causal, param("causal", boolean));
+  HF_LEAF(offset, param("offset", i32));
 
   auto algorithm(bool log) const { return masked_softmax("softmax", x, lengths, causal, offset, log); }
   auto inputs() const { return hana::make_tuple(x, lengths, causal, offset); }
@@ -113,7 +113,7 @@ struct log_softmax : softmax {
 // and its log-probability, so that only two numbers per row leave the device.
 struct greedy_pick {
   static constexpr std::string_view name = "greedy_pick", schedule = "greedy_pick";
-  decltype(input("x", shape(vocab, t, batch))) x = input("x", shape(vocab, t, batch));
+  HF_LEAF(x, input("x", shape(vocab, t, batch)));
 
   auto inputs() const { return hana::make_tuple(x); }
   auto outputs() const {
@@ -129,7 +129,7 @@ struct greedy_pick {
 struct beam_candidates {
   static constexpr std::string_view name = "beam_candidates", schedule = "beam_candidates";
   static constexpr int chunk = 64; // entries per chunk: a few hundred chunks per 32000-entry row
-  decltype(input("x", shape(vocab, t, batch))) x = input("x", shape(vocab, t, batch));
+  HF_LEAF(x, input("x", shape(vocab, t, batch)));
 
   auto inputs() const { return hana::make_tuple(x); }
   auto outputs() const {

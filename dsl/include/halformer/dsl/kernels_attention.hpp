@@ -15,17 +15,17 @@ using namespace dims;
 // v's element type.
 template <dtype KV> struct attention_over {
   static constexpr std::string_view schedule = "attention";
-  decltype(input("q", shape(d_k, t, heads, batch))) q = input("q", shape(d_k, t, heads, batch));
+  HF_LEAF(q, input("q", shape(d_k, t, heads, batch)));
   decltype(input("k", shape(d_k, tk, heads, kv_row), element<KV>{})) k =
       input("k", shape(d_k, tk, heads, kv_row), element<KV>{});
   decltype(input("v", shape(d_k, tk, heads, kv_row), element<KV>{})) v =
       input("v", shape(d_k, tk, heads, kv_row), element<KV>{});
-  decltype(input("kv_rows", shape(tk, batch), i32)) kv_rows = input("kv_rows", shape(tk, batch), i32);
-  decltype(input("lengths", shape(batch), i32)) lengths = input("lengths", shape(batch), i32);
-  decltype(param("causal", boolean)) causal = param("causal", boolean);
-  decltype(param("offset", i32)) offset = param("offset", i32);
-  decltype(param("decode_step", boolean)) decode_step = param("decode_step", boolean);
-  decltype(param("own_rows", boolean)) own_rows = param("own_rows", boolean);
+  HF_LEAF(kv_rows, input("kv_rows", shape(tk, batch), i32));
+  HF_LEAF(lengths, input("lengths", shape(batch), i32));
+  HF_LEAF(causal, param("causal", boolean));
+  HF_LEAF(offset, param("offset", i32));
+  HF_LEAF(decode_step, param("decode_step", boolean));
+  HF_LEAF(own_rows, param("own_rows", boolean));
 
   auto algorithm() const {
     return dsl::attention("attention", q, k, v, kv_rows, lengths, causal, offset, decode_step, own_rows);
@@ -51,8 +51,8 @@ struct attention_f16kv : attention_over<dtype::f16> {
 struct kv_to_float16 {
   static constexpr std::string_view name = "kv_to_float16", schedule = "kv_to_float16";
   static constexpr bool cpu_only = true;
-  decltype(input("k", shape(d_k, t, heads, batch))) k = input("k", shape(d_k, t, heads, batch));
-  decltype(input("v", shape(d_k, t, heads, batch))) v = input("v", shape(d_k, t, heads, batch));
+  HF_LEAF(k, input("k", shape(d_k, t, heads, batch)));
+  HF_LEAF(v, input("v", shape(d_k, t, heads, batch)));
 
   auto inputs() const { return hana::make_tuple(k, v); }
   auto outputs() const {

@@ -31,7 +31,7 @@ template <class C, class S> auto gemm_weight(const std::string& n, S s, int inpu
 template <class C> struct head_projection_in {
   static constexpr std::string_view schedule = name_in<"head_projection", C>;
   static constexpr bool cpu_only = C::cpu_only;
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
+  HF_LEAF(x, input("x", shape(d_model, t, batch)));
   static auto weight(const std::string& n) { return gemm_weight<C>(n, shape(d_model, d_k, heads), 1); }
   static auto aux(const std::string& n) { return C::aux(n, shape(d_k, heads)); }
   static auto bias(const std::string& n) { return input(n, shape(d_k, heads)); }
@@ -75,11 +75,11 @@ template <class C> struct q_projection_in : head_projection_in<C> {
 template <class C> struct out_projection_in {
   static constexpr std::string_view name = name_in<"out_projection", C>, schedule = name;
   static constexpr bool cpu_only = C::cpu_only;
-  decltype(input("a", shape(d_k, t, heads, batch))) a = input("a", shape(d_k, t, heads, batch));
-  decltype(gemm_weight<C>("w", shape(d_k, heads, d_model), 2)) w = gemm_weight<C>("w", shape(d_k, heads, d_model), 2);
-  decltype(C::aux("w", shape(d_model))) w_aux = C::aux("w", shape(d_model));
-  decltype(input("b", shape(d_model))) b = input("b", shape(d_model));
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
+  HF_LEAF(a, input("a", shape(d_k, t, heads, batch)));
+  HF_LEAF(w, gemm_weight<C>("w", shape(d_k, heads, d_model), 2));
+  HF_LEAF(w_aux, C::aux("w", shape(d_model)));
+  HF_LEAF(b, input("b", shape(d_model)));
+  HF_LEAF(residual, input("residual", shape(d_model, t, batch)));
 
   auto algorithm() const {
     return add("residual_add", residual, C::linear("proj", a, w, w_aux, b, shape(d_model, t, batch)));
@@ -96,14 +96,14 @@ template <class C> struct out_projection_in {
 template <class C> struct ffn_in {
   static constexpr std::string_view schedule = name_in<"ffn", C>;
   static constexpr bool cpu_only = C::cpu_only;
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(input("residual", shape(d_model, t, batch))) residual = input("residual", shape(d_model, t, batch));
-  decltype(gemm_weight<C>("w1", shape(d_model, d_ff), 1)) w1 = gemm_weight<C>("w1", shape(d_model, d_ff), 1);
-  decltype(C::aux("w1", shape(d_ff))) w1_aux = C::aux("w1", shape(d_ff));
-  decltype(input("b1", shape(d_ff))) b1 = input("b1", shape(d_ff));
-  decltype(gemm_weight<C>("w2", shape(d_ff, d_model), 1)) w2 = gemm_weight<C>("w2", shape(d_ff, d_model), 1);
-  decltype(C::aux("w2", shape(d_model))) w2_aux = C::aux("w2", shape(d_model));
-  decltype(input("b2", shape(d_model))) b2 = input("b2", shape(d_model));
+  HF_LEAF(x, input("x", shape(d_model, t, batch)));
+  HF_LEAF(residual, input("residual", shape(d_model, t, batch)));
+  HF_LEAF(w1, gemm_weight<C>("w1", shape(d_model, d_ff), 1));
+  HF_LEAF(w1_aux, C::aux("w1", shape(d_ff)));
+  HF_LEAF(b1, input("b1", shape(d_ff)));
+  HF_LEAF(w2, gemm_weight<C>("w2", shape(d_ff, d_model), 1));
+  HF_LEAF(w2_aux, C::aux("w2", shape(d_model)));
+  HF_LEAF(b2, input("b2", shape(d_model)));
 
   auto algorithm(op::activation act) const {
     auto hidden = activate("hidden_act", act, C::linear("hidden", x, w1, w1_aux, b1, shape(d_ff, t, batch)));
@@ -133,10 +133,10 @@ template <class C> struct ffn_silu_in : ffn_in<C> {
 template <class C> struct logits_in {
   static constexpr std::string_view name = name_in<"logits", C>, schedule = name;
   static constexpr bool cpu_only = C::cpu_only;
-  decltype(input("x", shape(d_model, t, batch))) x = input("x", shape(d_model, t, batch));
-  decltype(gemm_weight<C>("w", shape(d_model, vocab), 1)) w = gemm_weight<C>("w", shape(d_model, vocab), 1);
-  decltype(C::aux("w", shape(vocab))) w_aux = C::aux("w", shape(vocab));
-  decltype(input("b", shape(vocab))) b = input("b", shape(vocab));
+  HF_LEAF(x, input("x", shape(d_model, t, batch)));
+  HF_LEAF(w, gemm_weight<C>("w", shape(d_model, vocab), 1));
+  HF_LEAF(w_aux, C::aux("w", shape(vocab)));
+  HF_LEAF(b, input("b", shape(vocab)));
 
   auto inputs() const { return hana::flatten(hana::make_tuple(hana::make_tuple(x, w), w_aux, hana::make_tuple(b))); }
   auto outputs() const {

@@ -315,6 +315,8 @@ private:
                             const lowered* bias, const lowered* w_sums);
   Halide::Expr at_panel_lanes(const lowered& per_output, const std::string& out0, const Halide::Var& panel,
                               const Halide::Var& lane);
+  Halide::Expr pair_sums(const std::string& name, const Halide::Var& pair, const std::vector<Halide::Expr>& lanes,
+                         const Halide::Expr& xv, const Halide::Expr& wv);
   lowered zero_padded(const lowered& l, const std::string& dim);
   // `l` reading zeros past the end of `dim` (a boundary wrapper, no stage).
   lowered zeros_past(const lowered& l, const std::string& dim) const {

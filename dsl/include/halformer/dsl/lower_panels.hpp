@@ -53,6 +53,20 @@ inline Halide::Expr lowering::at_panel_lanes(const lowered& per_output, const st
 //   the end: the panel's lanes never cross.
 // bfloat16 and int8 inputs past the first input dim's end read zeros (the last
 // group's padding).
+// int8 pairs: the products summed in pairs at <name>_pairs, the two pairs added.
+inline Halide::Expr lowering::pair_sums(const std::string& name, const Halide::Var& pair,
+                                        const std::vector<Halide::Expr>& lanes, const Halide::Expr& xv,
+                                        const Halide::Expr& wv) {
+  Halide::Func pairs = new_stage(name + "_pairs");
+  std::vector<Halide::Expr> paired{pair};
+  paired.insert(paired.end(), lanes.begin(), lanes.end());
+  pairs(paired) = 0;
+  pairs(paired) += Halide::widening_mul(Halide::cast<int16_t>(wv), Halide::cast<int16_t>(xv));
+  std::vector<Halide::Expr> first = paired, second = paired;
+  first[0] = 0, second[0] = 1;
+  return pairs(first) + pairs(second);
+}
+
 inline void lowering::build_panel_contract(const op::contract& o, lowered& r, const lowered& x, const panel_input& w,
                                            const lowered* bias, const lowered* w_sums) {
   using Halide::Expr;
@@ -108,14 +122,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     sums(lanes) = -128 * at_panel_lanes(*w_sums, out0, panel, lane);
     sums(lanes) += Halide::cast<int32_t>(Halide::widening_mul(xv, wv));
   } else {
-    Halide::Func pairs = new_stage(o.name + "_pairs");
-    std::vector<Expr> paired{pair};
-    paired.insert(paired.end(), lanes.begin(), lanes.end());
-    pairs(paired) = 0;
-    pairs(paired) += Halide::widening_mul(Halide::cast<int16_t>(wv), Halide::cast<int16_t>(xv));
-    std::vector<Expr> first = paired, second = paired;
-    first[0] = 0, second[0] = 1;
-    sums(lanes) = pairs(first) + pairs(second);
+    sums(lanes) = pair_sums(o.name, pair, lanes, xv, wv);
   }
   std::vector<Expr> from{var(out0) % panels::lanes, var(out0) / panels::lanes};
   from.insert(from.end(), rows.begin(), rows.end());

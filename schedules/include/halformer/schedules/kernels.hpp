@@ -84,41 +84,38 @@ void pick(const dsl::lowering& c, const std::vector<output>& o, const Halide::Ta
           const bucket_scope& in) {
   call<F>(t, k, in, c, o.at(0).func, o.at(1).func);
 }
+// The GEMM sections of a compute type, whose inputs the panel GEMMs read as I,
+// under its kernels' suffix.
+template <class I>
+void add_gemm_sections(std::map<std::string, section_info>& sections, const std::string& suffix, int revision) {
+  sections.emplace("head_projection" + suffix,
+                   section_info{cpu::panel_knobs(), revision, projections<cpu::dot_product_head_projection<I>>});
+  sections.emplace("out_projection" + suffix,
+                   section_info{cpu::panel_knobs(), revision, one<cpu::dot_product_out_projection<I>>});
+  sections.emplace("ffn" + suffix, section_info{cpu::ffn_knobs(), revision, one<cpu::dot_product_ffn<I>>});
+  sections.emplace("logits" + suffix, section_info{cpu::panel_knobs(), revision, one<cpu::dot_product_logits<I>>});
+}
 } // namespace detail
 
 // Knob-file sections and the schedules behind them, per family. A kernel's
 // `schedule` (dsl/kernels.hpp) names its section.
 inline const std::map<std::string, section_info>& sections(family f) {
   using namespace detail;
-  static const std::map<std::string, section_info> cpu_sections{
-      {"embedding", {cpu::embedding_knobs(), revisions::cpu_embedding, one<cpu::embedding>}},
-      {"head_projection",
-       {cpu::panel_knobs(), revisions::cpu_float32,
-        projections<cpu::dot_product_head_projection<cpu::float32_inputs>>}},
-      {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
-      {"attention_f16kv", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
-      {"kv_to_float16", {cpu::convert_knobs(), revisions::cpu_convert, projections<cpu::kv_to_float16>}},
-      {"out_projection",
-       {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_out_projection<cpu::float32_inputs>>}},
-      {"ffn", {cpu::ffn_knobs(), revisions::cpu_float32, one<cpu::dot_product_ffn<cpu::float32_inputs>>}},
-      {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
-      {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
-      {"logits", {cpu::panel_knobs(), revisions::cpu_float32, one<cpu::dot_product_logits<cpu::float32_inputs>>}},
-      {"logits_int8", {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_logits<cpu::int8_inputs>>}},
-      {"head_projection_int8",
-       {cpu::panel_knobs(), revisions::cpu_panels, projections<cpu::dot_product_head_projection<cpu::int8_inputs>>}},
-      {"out_projection_int8",
-       {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_out_projection<cpu::int8_inputs>>}},
-      {"ffn_int8", {cpu::ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::int8_inputs>>}},
-      // bfloat16: the CPU library only.
-      {"logits_bf16", {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_logits<cpu::bf16_inputs>>}},
-      {"head_projection_bf16",
-       {cpu::panel_knobs(), revisions::cpu_panels, projections<cpu::dot_product_head_projection<cpu::bf16_inputs>>}},
-      {"out_projection_bf16",
-       {cpu::panel_knobs(), revisions::cpu_panels, one<cpu::dot_product_out_projection<cpu::bf16_inputs>>}},
-      {"ffn_bf16", {cpu::ffn_knobs(), revisions::cpu_panels, one<cpu::dot_product_ffn<cpu::bf16_inputs>>}},
-      {"greedy_pick", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
-      {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
+  static const auto cpu_sections = [] {
+    std::map<std::string, section_info> m{
+        {"embedding", {cpu::embedding_knobs(), revisions::cpu_embedding, one<cpu::embedding>}},
+        {"attention", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
+        {"attention_f16kv", {cpu::attention_knobs(), revisions::cpu_attention, one<cpu::attention>}},
+        {"kv_to_float16", {cpu::convert_knobs(), revisions::cpu_convert, projections<cpu::kv_to_float16>}},
+        {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
+        {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
+        {"greedy_pick", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
+        {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
+    add_gemm_sections<cpu::float32_inputs>(m, "", revisions::cpu_float32);
+    add_gemm_sections<cpu::int8_inputs>(m, "_int8", revisions::cpu_panels);
+    add_gemm_sections<cpu::bf16_inputs>(m, "_bf16", revisions::cpu_panels); // the CPU library only
+    return m;
+  }();
   static const std::map<std::string, section_info> gpu_sections{
       {"embedding", {gpu::embedding_knobs(), revisions::gpu_embedding, one<gpu::embedding>}},
       {"head_projection", {gpu::gemm_knobs(), revisions::gpu_gemm, projections<gpu::head_projection>}},

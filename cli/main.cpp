@@ -3,10 +3,10 @@
 //   halformer translate --model MARIAN_DIR [the same options]                           (text)
 //   halformer forward  --model DIR --src SRC.npy --tgt TGT.npy --out-logits OUT.npy [--out-memory MEM.npy]
 //   halformer info     [--model DIR]
-#include "../src/npy.hpp"
 #include "build_lib.hpp"
 #include "commands.hpp"
 #include "halformer/model.hpp"
+#include "halformer/npy.hpp"
 #include "halformer_build_info.h"
 #include "halformer_kernels.h"
 #include "model_commands.hpp"
@@ -136,6 +136,31 @@ CLI::App* add_forward(CLI::App& app, options& p) {
   return fwd;
 }
 
+// How `tune` measures: the ISA, threads, samples, time-outs and the confirmation round.
+void add_measuring(CLI::App* tune_cmd, tuner::tune_options& to) {
+  tune_cmd->add_option("--isa", to.isa,
+                       "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
+                       "the OpenCL device)");
+  tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  tune_cmd->add_option("--samples", to.samples, "timing samples per candidate")->check(CLI::Range(1, 1000));
+  tune_cmd->add_option("--min-ms", to.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
+  tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")
+      ->check(CLI::Range(1.0, 3600.0));
+  tune_cmd->add_option("--seed", to.seed, "search seed");
+  tune_cmd->add_option("--finalists", to.finalists, "best candidates re-measured with the default at the end")
+      ->check(CLI::Range(0, 100));
+  tune_cmd
+      ->add_option("--adopt-margin", to.adopt_margin,
+                   "a confirmed winner replaces the hand default only when faster by more than this fraction, or "
+                   "than the default's own runs spread where that is larger (default 0.03)")
+      ->check(CLI::Range(0.0, 0.5));
+  tune_cmd
+      ->add_option("--confirm-rounds", to.confirm_rounds,
+                   "harness runs per finalist in the confirmation round (0: none)")
+      ->check(CLI::Range(0, 100));
+}
+
 CLI::App* add_tune(CLI::App& app, options& p) {
   auto [to, tr] = std::tie(p.to, p.tr);
   to.isa = ""; // this CPU's best unless --isa
@@ -180,28 +205,7 @@ CLI::App* add_tune(CLI::App& app, options& p) {
       ->excludes(kernel_opt)
       ->excludes(preset_opt)
       ->excludes(model_opt);
-  tune_cmd->add_option("--isa", to.isa,
-                       "avx512, avx2, sse41 (default: this CPU's best), or opencl (the GPU schedules, measured on "
-                       "the OpenCL device)");
-  tune_cmd->add_option("--threads", to.threads, "threads while measuring (default: all cores)")
-      ->check(CLI::Range(1, 1024));
-  tune_cmd->add_option("--samples", to.samples, "timing samples per candidate")->check(CLI::Range(1, 1000));
-  tune_cmd->add_option("--min-ms", to.min_sample_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));
-  tune_cmd->add_option("--timeout", to.candidate_timeout_s, "seconds per candidate step")
-      ->check(CLI::Range(1.0, 3600.0));
-  tune_cmd->add_option("--seed", to.seed, "search seed");
-  tune_cmd->add_option("--finalists", to.finalists, "best candidates re-measured with the default at the end")
-      ->check(CLI::Range(0, 100));
-  tune_cmd
-      ->add_option("--adopt-margin", to.adopt_margin,
-                   "a confirmed winner replaces the hand default only when faster by more than this fraction, or "
-                   "than the default's own runs spread where that is larger (default 0.03)")
-      ->check(CLI::Range(0.0, 0.5));
-  tune_cmd
-      ->add_option("--confirm-rounds", to.confirm_rounds,
-                   "harness runs per finalist in the confirmation round (0: none)")
-      ->check(CLI::Range(0, 100));
-
+  add_measuring(tune_cmd, to);
   return tune_cmd;
 }
 
@@ -212,9 +216,11 @@ CLI::App* add_build_lib(CLI::App& app, options& p) {
                       "x86 (AVX-512, AVX2, SSE4.1 with dispatch), cuda (PTX for sm_86, sm_80, sm_70 with "
                       "dispatch), opencl, or Halide target strings, comma-separated, most specialised first");
   lib_cmd->add_option("--out", bo.out_dir, "output directory")->required();
-  lib_cmd->add_option("--knob-file", bo.knob_file,
-                      "knob file of the CPU kernels (default: the one this build chose; its line in the build log "
-                      "says which)");
+  lib_cmd
+      ->add_option("--knobs", bo.knobs,
+                   "knobs of the CPU kernels, as HALFORMER_KNOBS: host (this machine's tuned knobs), defaults "
+                   "(the hand defaults) or a knob file")
+      ->capture_default_str();
   lib_cmd->add_option("--kernels", lib_kernels, "comma-separated kernels (default: all)");
   lib_cmd->add_option("--emit", lib_emit, "extra outputs per kernel: stmt, assembly, ...");
 

@@ -4,6 +4,7 @@
 
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/error.hpp"
+#include "halformer/machine.hpp"
 #include "halformer/versions.hpp"
 #include "halformer_build_info.h"
 #include "halformer_kernels.h"
@@ -122,9 +123,9 @@ void write_knob_file(const tune_request& r, const std::vector<tuner::preset_entr
   for (const auto& a : report.algorithms)
     fmt::print("algorithm knobs {} (measured in every bucket that has records)\n", a);
   if (r.knob_file.empty())
-    fmt::print("The next build on this hardware uses it; elsewhere build with -DHALFORMER_KNOB_FILE={}\n", out);
+    fmt::print("The next build on this hardware uses it; elsewhere build with -DHALFORMER_KNOBS={}\n", out);
   else
-    fmt::print("Build with -DHALFORMER_KNOB_FILE={} to use it\n", out);
+    fmt::print("Build with -DHALFORMER_KNOBS={} to use it\n", out);
 }
 
 // Drops the records measured with other revisions of their schedule (every
@@ -196,56 +197,43 @@ int tune(const tune_request& r, tuner::tune_options o) {
   return 0;
 }
 
-int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
-            const std::string& preset_name, const std::string& compute_type) {
-  const std::string share = build_info::share_dir;
-  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
-  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
-  const auto hw = tuner::this_machine();
-  o.measure.isa = resolve_isa(o.measure.isa);
-  o.measure.dot_product_isa = dot_product_isa(o.measure.isa);
-  if (!schedules.empty()) {
-    o.schedules.clear();
-    std::stringstream ss(schedules);
-    for (std::string s; std::getline(ss, s, ',');)
-      o.schedules.push_back(s);
-  }
+namespace {
+// The (kernel, shape) pairs a comparison measures.
+std::vector<std::pair<std::string, std::string>> compare_jobs(const tuner::compare_options& o, bool all,
+                                                              const std::string& preset_name,
+                                                              const std::string& compute_type) {
   std::vector<std::pair<std::string, std::string>> jobs;
   if (all) {
-    const auto entries = tuner::preset(preset_name);
-    for (const auto& e : tuner::typed_shapes(entries, compute_type))
+    for (const auto& e : tuner::typed_shapes(tuner::preset(preset_name), compute_type))
       jobs.emplace_back(e.kernel, e.shape);
   } else if (o.kernel.empty() || o.shape.empty())
     throw error("compare needs --kernel and --shape, or --all");
   else
     jobs.emplace_back(o.kernel, tuner::canonical_shape(o.shape));
-  const double peak = tuner::fma_peak_gflops(o.measure.isa, o.measure.threads);
-  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
-             o.measure.threads > 0 ? o.measure.threads : int(std::thread::hardware_concurrency()));
-  std::string summary = fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", "kernel", "shape",
-                                    "default ms", "tuned ms", "best auto ms", "blas ms", "tuned/def", "tuned/auto");
+  return jobs;
+}
+
+// The fastest verified row of a schedule ("auto": of any autoscheduler), or null.
+const tuner::compare_row* best_of(const std::vector<tuner::compare_row>& rows, const std::string& which) {
+  const tuner::compare_row* b = nullptr;
+  for (const auto& r : rows)
+    if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)) &&
+        (!b || r.r.median_ms < b->r.median_ms))
+      b = &r;
+  return b;
+}
+
+// The summary of a comparison of several shapes: a line each, and counts.
+struct compare_summary {
+  std::string lines = fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", "kernel", "shape",
+                                  "default ms", "tuned ms", "best auto ms", "blas ms", "tuned/def", "tuned/auto");
   int with_tuned = 0, not_slower = 0, beats_auto = 0, same_as_default = 0;
-  for (const auto& [k, shape] : jobs) {
-    o.kernel = k, o.shape = shape;
-    const auto rows = tuner::compare(tools, cat, o, hw);
-    const std::string title = k + " " + shape + " (" + o.measure.isa + ")";
-    fmt::print("\n{}", tuner::table(title, rows, peak));
-    std::string name = k + "_" + shape;
-    std::replace(name.begin(), name.end(), ',', '_');
-    std::replace(name.begin(), name.end(), '=', '-');
-    tuner::write_reports(out_dir, name, title, rows, peak);
-    auto best = [&](const std::string& which) -> const tuner::compare_row* {
-      const tuner::compare_row* b = nullptr;
-      for (const auto& r : rows)
-        if (r.r.verified() && (r.schedule == which || (which == "auto" && r.r.source.rfind("autoscheduler", 0) == 0)) &&
-            (!b || r.r.median_ms < b->r.median_ms))
-          b = &r;
-      return b;
-    };
+
+  // Speed-ups of the tuned schedule (> 1: tuned is faster); "=" marks a tuned
+  // schedule whose knobs are the defaults (the same code: any gap is noise).
+  void add(const std::string& k, const std::string& shape, const std::vector<tuner::compare_row>& rows) {
     auto ms = [](const tuner::compare_row* r) { return r ? fmt::format("{:.4g}", r->r.median_ms) : std::string("-"); };
-    const auto *def = best("default"), *tuned = best("tuned"), *au = best("auto");
-    // Speed-ups of the tuned schedule (> 1: tuned is faster); "=" marks a tuned
-    // schedule whose knobs are the defaults (the same code: any gap is noise).
+    const auto *def = best_of(rows, "default"), *tuned = best_of(rows, "tuned"), *au = best_of(rows, "auto");
     std::string vs_def = "-", vs_auto = "-";
     if (tuned) {
       ++with_tuned;
@@ -260,29 +248,67 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
         beats_auto += tuned->r.median_ms < au->r.median_ms;
       }
     }
-    summary += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
-                           ms(au), ms(best("blas")), vs_def, vs_auto);
+    lines += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
+                         ms(au), ms(best_of(rows, "blas")), vs_def, vs_auto);
   }
-  if (jobs.size() > 1) {
+  void print(std::size_t shapes) const {
     fmt::print("\nsummary (median ms; '-': not measured or not verified; tuned/x: speed-up of tuned over x, '=': "
                "tuned knobs are the defaults)\n{}",
-               summary);
+               lines);
     fmt::print("\ntuned: {} of {} kernel shapes have a tuned schedule; {} not slower than the default ({} of them "
                "the default itself); {} faster than every autoscheduler\n",
-               with_tuned, jobs.size(), not_slower, same_as_default, beats_auto);
+               with_tuned, shapes, not_slower, same_as_default, beats_auto);
   }
+};
+} // namespace
+
+int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
+            const std::string& preset_name, const std::string& compute_type) {
+  const std::string share = build_info::share_dir;
+  const auto tools = tuner::toolchain::from_json_file(share + "/tuner_paths.json");
+  const auto cat = tuner::catalog::from_json_files(share + "/kernels.json", share + "/knob_spaces.json");
+  const auto hw = tuner::this_machine();
+  o.measure.isa = resolve_isa(o.measure.isa);
+  o.measure.dot_product_isa = dot_product_isa(o.measure.isa);
+  if (!schedules.empty()) {
+    o.schedules.clear();
+    std::stringstream ss(schedules);
+    for (std::string s; std::getline(ss, s, ',');)
+      o.schedules.push_back(s);
+  }
+  const auto jobs = compare_jobs(o, all, preset_name, compute_type);
+  const double peak = machine::fma_peak_gflops(o.measure.isa, o.measure.threads);
+  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
+             o.measure.threads > 0 ? o.measure.threads : machine::online_cpus());
+  compare_summary summary;
+  for (const auto& [k, shape] : jobs) {
+    o.kernel = k, o.shape = shape;
+    const auto rows = tuner::compare(tools, cat, o, hw);
+    const std::string title = k + " " + shape + " (" + o.measure.isa + ")";
+    fmt::print("\n{}", tuner::table(title, rows, peak));
+    std::string name = k + "_" + shape;
+    std::replace(name.begin(), name.end(), ',', '_');
+    std::replace(name.begin(), name.end(), '=', '-');
+    tuner::write_reports(out_dir, name, title, rows, peak);
+    summary.add(k, shape, rows);
+  }
+  if (jobs.size() > 1)
+    summary.print(jobs.size());
   fmt::print("\nreports (CSV, JSON, SVG) in {}\n", out_dir);
   return 0;
 }
 
 void print_info(const std::string& dir, const load_options& lo) {
   fmt::print("{}\n", Model::kernel_info());
-  fmt::print("schedules: hand-written, knob values from {}\n", build_info::knob_file);
+  fmt::print("schedules: hand-written, knob values from {} (HALFORMER_KNOBS={})\n", build_info::knob_file,
+             build_info::knobs);
   std::ifstream knob_in(build_info::knob_file);
   if (!knob_in)
     throw error(std::string("cannot read the build's knob file ") + build_info::knob_file);
   const auto knobs = nlohmann::json::parse(knob_in);
-  const std::string isa = halformer_active_isa();
+  // The knob-file section of the active code: its widest vector ISA
+  // (schedules/knobs.hpp isa_class), so the avx512_vnni code reads avx512's.
+  const std::string active = halformer_active_isa(), isa = active == "avx512_vnni" ? "avx512" : active;
   for (const halformer_kernel* kernel = halformer_kernels_cpu(); kernel->name; ++kernel) {
     const std::string k = kernel->name, sched{dsl::kernels::interface_of(k).schedule};
     const auto values = [&](const nlohmann::json& section) {
@@ -292,7 +318,8 @@ void print_info(const std::string& dir, const load_options& lo) {
           text += (text.empty() ? "" : " ") + name + "=" + v.dump();
       return text;
     };
-    fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa, values(knobs[sched][isa]));
+    fmt::print("  hf_{:<16} {} schedule [{}]: {}\n", k, sched, isa,
+               values(knobs.contains(sched) ? knobs[sched].value(isa, nlohmann::json::object()) : nlohmann::json()));
     // Knob sets of shape buckets: specialize() branches inside hf_<k> (schedules/buckets.hpp).
     const auto buckets = knobs.value("_buckets", nlohmann::json::object());
     if (buckets.contains(k))

@@ -1,10 +1,10 @@
-// Build step: chooses the knob file the CPU kernels are built with and says which.
-//   halformer_choose_knobs GIVEN TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE
-// In order: GIVEN (HALFORMER_KNOB_FILE), if not empty; else this hardware's knob
-// file in TUNED_DIR, as `halformer tune` wrote it, if written for the current
-// schedule revisions (a schedule changed since may take other knobs); else
-// DEFAULT_KNOBS with this machine's records in DB_DIR at the transformer-base
-// shapes (export_knobs.hpp).
+// This machine's knob file (HALFORMER_KNOBS=host, build-lib --knobs host), said
+// with why:
+//   halformer_choose_knobs TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE
+// This hardware's knob file in TUNED_DIR, as `halformer tune` wrote it, if written
+// for the current schedule revisions (a schedule changed since may take other
+// knobs); else DEFAULT_KNOBS with this machine's records in DB_DIR at the
+// transformer-base shapes (export_knobs.hpp).
 // OUT_FILE is rewritten only when its content changes (kernels rebuild then).
 #include "export_knobs.hpp"
 #include "halformer/error.hpp"
@@ -63,18 +63,15 @@ void use_file(const std::string& path, const std::string& why, const std::string
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 8) {
-    std::fprintf(stderr, "usage: %s GIVEN TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE\n",
-                 argv[0]);
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s TUNED_DIR DEFAULT_KNOBS DB_DIR KNOB_SPACES_JSON KERNELS_JSON OUT_FILE\n", argv[0]);
     return 2;
   }
-  const std::string given = argv[1], tuned_dir = argv[2], defaults = argv[3], db_dir = argv[4], out = argv[7];
+  const std::string tuned_dir = argv[1], defaults = argv[2], db_dir = argv[3], out = argv[6];
   try {
     const auto hw = this_machine();
-    if (!given.empty())
-      return use_file(given, "HALFORMER_KNOB_FILE", out), 0;
     const std::string own = tuned_dir + "/" + hw.slug() + ".json";
-    const auto cat = catalog::from_json_files(argv[6], argv[5]);
+    const auto cat = catalog::from_json_files(argv[5], argv[4]);
     if (fs::exists(own)) {
       const auto stale = stale_sections(own, cat.revisions);
       if (stale.empty())

@@ -1,0 +1,152 @@
+// The machine's facts (machine.hpp).
+#include "halformer/machine.hpp"
+
+#include <immintrin.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace halformer::machine {
+
+std::string identity::key() const { return cpu + "|" + features + "|" + std::to_string(cores); }
+
+std::string identity::slug() const {
+  std::string name;
+  for (char c : cpu)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      name += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!name.empty() && name.back() != '-')
+      name += '-';
+  while (!name.empty() && name.back() == '-')
+    name.pop_back();
+  const std::string isa = features.find("avx512f") != std::string::npos ? "avx512"
+                          : features.find("avx2") != std::string::npos  ? "avx2"
+                                                                        : "sse41";
+  std::uint32_t h = 2166136261u; // FNV-1a of the whole key: CPUs with one name differ in features or cores
+  for (char c : key())
+    h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return name + "-" + isa + "-" + std::to_string(cores) + "c-" + hex;
+}
+
+identity this_machine() {
+  identity h;
+  const char* fake = std::getenv("HALFORMER_CPUINFO");
+  std::ifstream in(fake && *fake ? fake : "/proc/cpuinfo");
+  std::set<std::string> flags;
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos)
+      continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && h.cpu.empty())
+      h.cpu = value;
+    if (key == "flags" && flags.empty()) {
+      std::istringstream f(value);
+      for (std::string w; f >> w;)
+        if (w.rfind("avx", 0) == 0 || w == "fma" || w == "sse4_1" || w == "f16c" || w == "amx_tile")
+          flags.insert(w);
+    }
+  }
+  for (const auto& f : flags)
+    h.features += (h.features.empty() ? "" : ",") + f;
+  h.cores = int(std::thread::hardware_concurrency());
+  if (h.cpu.empty())
+    h.cpu = "unknown";
+  return h;
+}
+
+std::string opencl_device() {
+  void* lib = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!lib)
+    return "";
+  using platforms_t = int (*)(unsigned, void**, unsigned*);
+  using devices_t = int (*)(void*, unsigned long, unsigned, void**, unsigned*);
+  using info_t = int (*)(void*, unsigned, std::size_t, void*, std::size_t*);
+  auto platforms = reinterpret_cast<platforms_t>(dlsym(lib, "clGetPlatformIDs"));
+  auto devices = reinterpret_cast<devices_t>(dlsym(lib, "clGetDeviceIDs"));
+  auto info = reinterpret_cast<info_t>(dlsym(lib, "clGetDeviceInfo"));
+  void* platform = nullptr;
+  void* device = nullptr;
+  unsigned n = 0;
+  std::string out;
+  constexpr unsigned long all_types = 0xFFFFFFFF; // CL_DEVICE_TYPE_ALL
+  if (platforms && devices && info && platforms(1, &platform, &n) == 0 && n > 0 &&
+      devices(platform, all_types, 1, &device, &n) == 0 && n > 0) {
+    char vendor[256] = {0}, name[256] = {0};
+    unsigned units = 0;
+    info(device, 0x102C /* CL_DEVICE_VENDOR */, sizeof vendor - 1, vendor, nullptr);
+    info(device, 0x102B /* CL_DEVICE_NAME */, sizeof name - 1, name, nullptr);
+    info(device, 0x1002 /* CL_DEVICE_MAX_COMPUTE_UNITS */, sizeof units, &units, nullptr);
+    out = std::string(vendor) + " | " + name + " | " + std::to_string(units) + " units";
+  }
+  dlclose(lib);
+  return out;
+}
+
+namespace {
+__attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
+  __m512 a[16];
+  for (int i = 0; i < 16; ++i)
+    a[i] = _mm512_set1_ps(float(i));
+  const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 16; ++i)
+      a[i] = _mm512_fmadd_ps(a[i], m, c);
+  __m512 s = a[0];
+  for (int i = 1; i < 16; ++i)
+    s = _mm512_add_ps(s, a[i]);
+  *sink = _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
+  __m256 a[12];
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm256_set1_ps(float(i));
+  const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm256_fmadd_ps(a[i], m, c);
+  float out[8];
+  __m256 s = a[0];
+  for (int i = 1; i < 12; ++i)
+    s = _mm256_add_ps(s, a[i]);
+  _mm256_storeu_ps(out, s);
+  *sink = out[0];
+}
+} // namespace
+
+double fma_peak_gflops(const std::string& isa, int threads) {
+  // Only what this CPU can run: AVX-512 code on an AVX2-only CPU dies of SIGILL.
+  if (isa == "avx512" ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma"))
+    return 0;
+  if (threads <= 0)
+    threads = online_cpus();
+  const bool wide = isa == "avx512";
+  const long iters = 20'000'000;
+  const double flops_per_thread = double(iters) * (wide ? 16 * 16 : 12 * 8) * 2;
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> pool;
+    std::vector<float> sink(static_cast<std::size_t>(threads));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < threads; ++i)
+      pool.emplace_back([&, i] { wide ? fma_avx512(iters, &sink[i]) : fma_avx2(iters, &sink[i]); });
+    for (auto& p : pool)
+      p.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, flops_per_thread * threads / s / 1e9);
+  }
+  return best;
+}
+
+} // namespace halformer::machine
