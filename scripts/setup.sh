@@ -55,7 +55,8 @@ echo "== Halide $(.venv/bin/python -c 'import importlib.metadata as m; print(m.v
 
 export PATH="$root/.venv/bin:$PATH"
 echo "== configure ($build)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHalide_ROOT="$halide_dir" >/dev/null
+# Configure's own lines but halformer's (the knob choice: HALFORMER_KNOBS, docs/tuning.md).
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHalide_ROOT="$halide_dir" | { grep "halformer:" || true; }
 echo "== build"
 cmake --build "$build" --parallel "$(nproc)"
 
