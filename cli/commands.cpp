@@ -19,7 +19,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <thread>
 
 namespace halformer::cli {
 

@@ -14,7 +14,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 namespace halformer::tuner {
 
