@@ -5,8 +5,10 @@
 // of float32 and of float16 keys and values);
 // the int8 GEMM kernels (*_int8) at the same shapes, their bytes those of int8
 // weights, and where the CPU has AVX-512 BF16 the bfloat16 ones (*_bf16).
-// GEMM-shaped kernels are measured interleaved with oneDNN's and OpenBLAS's
-// sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
+// GEMM-shaped kernels are measured interleaved with oneDNN's matmul primitive of
+// the kernel's type (float32, u8 x s8 -> s32, bfloat16 -> float32: its
+// "onednn_matmul", with the implementation oneDNN picked) and oneDNN's and
+// OpenBLAS's sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
 // read-bandwidth probe (read_probe.hpp): "read_probe" is the bandwidth while the
 // kernel ran. Weights, tables and caches are rotated over copies of
 // timing::rotation_bytes() (twice the last-level cache, at least 64 MiB) so
@@ -15,6 +17,7 @@
 // from memory. Prints JSON lines.
 //   bench_kernels [--threads N] [--samples S] [--min-ms M] [--only NAME]
 #include "halformer/gemm_sets.hpp"
+#include "halformer/onednn_matmul.hpp"
 #include "halformer/timing.hpp"
 
 #include "halformer/problems.hpp"
@@ -161,15 +164,21 @@ problems::problem bound_problem(const kcase& c) {
   return p;
 }
 
-// One case: the kernel, the sgemm baselines on its GEMMs and the read probe,
+// One case: the kernel, the matmul and sgemm baselines on its GEMMs and the read probe,
 // interleaved; one JSON line. False if the kernel failed.
 bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_probe& probe, int samples,
                   double min_ms) {
   std::size_t next = 0;
   int rc = 0;
   std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
-  std::unique_ptr<halformer::gemm_sets<gemm>> blas; // the sgemm baselines on the same GEMMs
+  std::unique_ptr<halformer::gemm_sets<gemm>> blas;      // the sgemm baselines on the same GEMMs
+  std::unique_ptr<halformer::onednn::matmul_set> matmul; // oneDNN's matmul of the kernel's type
   if (!p.gemms.empty()) {
+    std::vector<halformer::onednn::matmul_dims> dims;
+    for (const gemm& g : p.gemms)
+      dims.push_back({g.m, g.n, g.k});
+    matmul = std::make_unique<halformer::onednn::matmul_set>(dims, halformer::onednn::matmul_type_of(c.kernel));
+    fns.push_back([&] { matmul->run(); });
     blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);
     fns.push_back([&] {
       blas->run([](const gemm& g, float* a, float* b, float* o) {
@@ -197,8 +206,12 @@ bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_p
                    {"halformer", st[0].to_json()},
                    {"input_sets", p.sets.size()},
                    {"isa", halformer_active_isa()}};
-  if (!p.gemms.empty())
-    j["onednn_sgemm"] = st[1].to_json(), j["openblas_sgemm"] = st[2].to_json();
+  if (!p.gemms.empty()) {
+    j["onednn_matmul"] = st[1].to_json();
+    j["onednn_matmul"]["type"] = halformer::onednn::to_string(halformer::onednn::matmul_type_of(c.kernel));
+    j["onednn_matmul"]["impl"] = matmul->impl();
+    j["onednn_sgemm"] = st[2].to_json(), j["openblas_sgemm"] = st[3].to_json();
+  }
   if (!c.compute_bound) {
     j["read_probe"] = st.back().to_json();
     j["read_probe"]["gbps"] = probe.bytes() / st.back().median_ms / 1e6;
@@ -214,7 +227,7 @@ int main(int argc, char** argv) {
   int threads = halformer::machine::online_cpus(), samples = 7;
   double min_ms = 20;
   std::string only, shape;
-  CLI::App app{"bench_kernels: every kernel vs oneDNN/OpenBLAS sgemm (JSON lines on stdout)"};
+  CLI::App app{"bench_kernels: every kernel vs oneDNN matmul and oneDNN/OpenBLAS sgemm (JSON lines on stdout)"};
   app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
   app.add_option("--samples", samples)->check(CLI::Range(1, 1000));
   app.add_option("--min-ms", min_ms, "minimum time per sample")->check(CLI::Range(0.1, 10000.0));

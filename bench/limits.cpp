@@ -1,5 +1,6 @@
 // Machine limits: the FP32 FMA peak (an FMA-chain microbenchmark, AVX-512 and
-// AVX2), memory bandwidth (STREAM-style triad and a read-only sum over arrays far
+// AVX2), the AVX-512 dot-product peaks of the bfloat16 and int8 GEMMs
+// (vdpbf16ps, vpdpbusd), memory bandwidth (STREAM-style triad and a read-only sum over arrays far
 // larger than the caches), with `--threads` threads. Prints JSON.
 #include "halformer/timing.hpp"
 
@@ -27,6 +28,10 @@ int main(int argc, char** argv) {
   for (const char* isa : {"avx512", "avx2"}) {
     const double peak = halformer::machine::fma_peak_gflops(isa, threads);
     j["fma_peak_gflops"][isa] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
+  }
+  for (const char* kind : {"bf16", "int8"}) {
+    const double peak = halformer::machine::dot_peak_gops(kind, threads);
+    j["dot_peak_gops"][kind] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
   }
   // Each array of the triad, and the probe's read, twice the last-level cache.
   using halformer::bench::parallel;

@@ -73,6 +73,9 @@ def machine_section(a, res, isa_cap):
          f"| FP32 FMA peak, AVX-512 | "
          f"{'not used (--isa ' + a.isa + ')' if a.isa else fmt_peak(lim['fma_peak_gflops']['avx512'])} |",
          f"| FP32 FMA peak, AVX2 | {fmt_peak(lim['fma_peak_gflops']['avx2'])} |",
+         f"| bfloat16 dot-product peak (vdpbf16ps) | {fmt_peak(lim.get('dot_peak_gops', {}).get('bf16'))} |",
+         f"| int8 dot-product peak (vpdpbusd) | "
+         f"{fmt_peak(lim.get('dot_peak_gops', {}).get('int8')).replace('GFLOP/s', 'G int8 ops/s')} |",
          f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
          f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |",
          f"| last-level cache; bytes read through (probe, rotations) | {mib(lim, 'last_level_cache_bytes')}; "
@@ -87,9 +90,14 @@ def machine_section(a, res, isa_cap):
          f"{mib(lim, 'rotation_bytes')} of copies (twice the {mib(lim, 'last_level_cache_bytes')} last-level cache, "
          "at least 64 MiB); the step's activations stay in cache, as in a model, where the kernel before wrote them "
          "(rows whose bytes from memory are under half their activations' say \"in cache\"). "
-         "sgemm ratios are baseline time / halformer time (> 1: halformer faster).",
-         "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN sgemm | vs OpenBLAS sgemm |",
-         "|---|---|---|---|---|---|---|---|"]
+         "Compute-bound int8 and bfloat16 rows give % of their dot-product peak (vpdpbusd, vdpbf16ps) where "
+         "their code uses it. The peers' ratios are peer time / halformer time (> 1: halformer faster): "
+         "oneDNN's matmul primitive of the kernel's type (float32; u8 x s8 -> s32 for int8; bfloat16 -> float32; "
+         "weights in its own packed layout; the implementation it chose in brackets, e.g. brg:avx512_core_amx "
+         "where it runs AMX), oneDNN's and OpenBLAS's float32 sgemm on the same GEMMs.",
+         "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN matmul | vs oneDNN sgemm "
+         "| vs OpenBLAS sgemm |",
+         "|---|---|---|---|---|---|---|---|---|"]
     return L
 
 
@@ -97,13 +105,15 @@ def kernel_section(res):
     """Every kernel's row, then the attention block against PyTorch."""
     L = []
     for k in res["kernels"]:
-        pct = f"{k['pct_peak']:.0f}% peak" if k["compute_bound"] else \
+        pct = f"{k['pct_peak']:.0f}% {k.get('peak_of', 'FMA')} peak" if k["compute_bound"] else \
             f"{k['pct_bandwidth']:.0f}% of {k['read_gbps']:.1f} GB/s" if 2 * k["bytes"] >= k.get("activation_bytes", 0) \
             else "in cache"
         vs = f"{k['vs_onednn']:.2f}x" if "vs_onednn" in k else "-"
         vb = f"{k['vs_openblas']:.2f}x" if "vs_openblas" in k else "-"
+        vm = f"{k['vs_matmul']:.2f}x ({k['onednn_matmul']['type']}, {k['onednn_matmul']['impl']})" \
+            if "vs_matmul" in k else "-"
         L.append(f"| {k['kernel']} | {k['phase']} | {fmt_ms(k['halformer'])} | {k['gflops']:.1f} | "
-                 f"{k['gbps']:.1f} | {pct} | {vs} | {vb} |")
+                 f"{k['gbps']:.1f} | {pct} | {vm} | {vs} | {vb} |")
     L += ["", "Attention block (q/k/v projection + attention + output projection, the sum of the three kernels' "
           "medians) against PyTorch `nn.MultiheadAttention` (self-attention, batch 1):", "",
           "| S | halformer ms | PyTorch ms | speed-up |", "|---|---|---|---|"]
@@ -117,7 +127,8 @@ def e2e_sections(a, res):
     L = []
     L += ["", "## End to end", "",
           "Transformer-base (pre-norm, random weights, vocab 32000; EOS suppressed so every system decodes exactly "
-          f"{res['new_tokens']} tokens), sources of 128 tokens. halformer and CTranslate2 (float32) run twice in alternating order, "
+          f"{res['new_tokens']} tokens), sources of 128 tokens; the prefill-heavy case's sources have 200-256 tokens "
+          "and it decodes 8 (the encoder and the cross-attention's keys dominate). halformer and CTranslate2 (float32) run twice in alternating order, "
           "PyTorch once (decoding re-runs the decoder on the whole prefix: nn.Transformer has no KV cache). "
           "Tokens/s counts source tokens for encode, generated tokens otherwise. Peak RSS is the process's. "
           "Load s: loading the model (read, quantized where int8, repacked), not part of s per batch.", "",
@@ -168,13 +179,14 @@ def bf16_section(res):
 
 def write_csvs(a, res):
     with open(os.path.join(a.out, "kernels.csv"), "w") as f:
-        f.write("kernel,phase,median_ms,min_ms,max_ms,gflops,gbps,pct_peak,pct_bandwidth,read_gbps,vs_onednn,"
-                "vs_openblas\n")
+        f.write("kernel,phase,median_ms,min_ms,max_ms,gflops,gbps,pct_peak,peak_of,pct_bandwidth,read_gbps,"
+                "vs_onednn_matmul,onednn_matmul_impl,vs_onednn,vs_openblas\n")
         for k in res["kernels"]:
             h = k["halformer"]
+            impl = k["onednn_matmul"]["impl"] if "onednn_matmul" in k else ""
             f.write(f"{k['kernel']},{k['phase']},{h['median_ms']},{h['min_ms']},{h['max_ms']},{k['gflops']},"
-                    f"{k['gbps']},{k['pct_peak']},{k['pct_bandwidth']},{k['read_gbps']},{k.get('vs_onednn', '')},"
-                    f"{k.get('vs_openblas', '')}\n")
+                    f"{k['gbps']},{k['pct_peak']},{k.get('peak_of', 'FMA')},{k['pct_bandwidth']},{k['read_gbps']},"
+                    f"{k.get('vs_matmul', '')},\"{impl}\",{k.get('vs_onednn', '')},{k.get('vs_openblas', '')}\n")
     with open(os.path.join(a.out, "e2e.csv"), "w") as f:
         f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
         for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"]),
@@ -199,9 +211,11 @@ def write_charts(a, res, chart):
     gemm = [k for k in res["kernels"] if "onednn_sgemm" in k]
     svg_bars(chart, os.path.join(a.out, "kernels.svg"), "GEMM-shaped kernels: GFLOP/s (longer is faster)",
              [(f"{k['kernel']} {k['phase']}", {"halformer": k["gflops"],
+                                               "oneDNN matmul": k["flops"] / k["onednn_matmul"]["median_ms"] / 1e6
+                                               if "onednn_matmul" in k else None,
                                                "oneDNN sgemm": k["flops"] / k["onednn_sgemm"]["median_ms"] / 1e6,
                                                "OpenBLAS sgemm": k["flops"] / k["openblas_sgemm"]["median_ms"] / 1e6})
-              for k in gemm], ["halformer", "oneDNN sgemm", "OpenBLAS sgemm"], "GFLOP/s")
+              for k in gemm], ["halformer", "oneDNN matmul", "oneDNN sgemm", "OpenBLAS sgemm"], "GFLOP/s")
 
 
 def write_report(a, res, isa_cap, chart):

@@ -3,9 +3,9 @@
 
     .venv/bin/python bench/run.py [--out DIR] [--threads 2] [--quick | --smoke] [--full] [--isa avx2]
 
-On this machine, in one run: machine limits (FMA peak, memory bandwidth), every
-kernel at Transformer-base shapes against oneDNN and OpenBLAS sgemm (GEMM-shaped
-kernels) and PyTorch nn.MultiheadAttention (attention block), and end-to-end
+On this machine, in one run: machine limits (FMA and dot-product peaks, memory
+bandwidth), every kernel at Transformer-base shapes against oneDNN's matmul of
+its type and oneDNN and OpenBLAS sgemm (GEMM-shaped kernels) and PyTorch nn.MultiheadAttention (attention block), and end-to-end
 encoding and greedy / beam-4 decoding against PyTorch nn.Transformer and
 CTranslate2 with the same weights and threads. Writes a markdown report, CSV, JSON
 and SVG charts into --out (default bench/results/<cpu>, one directory per CPU kind,
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from cpu_kind import cpu_kind
 from report import write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,25 +94,6 @@ def combine(stats):
             hi: max(s[hi] for s in stats), "runs": len(stats)}
 
 
-def cpu_kind():
-    """A name for the CPU kind: vendor and model name, AMD's microarchitecture from
-    its family and model (the model name alone says "AMD EPYC" for all of them),
-    and the widest vector ISA its kernels use."""
-    info = open("/proc/cpuinfo").read().split("\n\n")[0]
-    field = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in info.splitlines()))
-    name, family, model = field.get("model name", "cpu"), int(field.get("cpu family", 0)), int(field.get("model", 0))
-    flags = field.get("flags", "").split()
-    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags and "fma" in flags else "sse41"
-    arch = ""
-    if "AMD" in name:
-        arch = {23: "zen2" if model >= 0x30 else "zen1", 26: "zen5"}.get(family, "")
-        if family == 25:
-            arch = "zen4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "zen3"
-    slug = "".join(c if c.isalnum() else "-" for c in name.lower().replace("(r)", "").replace("(tm)", ""))
-    slug = "-".join(x for x in slug.split("-") if x and x not in ("processor", "cpu"))
-    return "-".join(x for x in (slug, arch or f"f{family}m{model}", isa) if x), f"{name} (family {family}, model {model}, {isa})"
-
-
 def parse_args():
     """The options, the CPU kind named in the results' directory, and the ISA cap
     applied to every child process."""
@@ -151,23 +133,39 @@ def benchmark_model():
     return model, ct2_model, os.path.join(model, "sources.txt")
 
 
-def kernel_row(kernel, phase, rows, peak, bw):
-    """One kernel at one phase over its rounds: medians, rates, % of the limits, sgemm ratios."""
+def kernel_peak(kernel, isa, limits, fma_peak):
+    """The compute limit of a kernel: the dot-product peak of its type where its
+    code uses it (*_bf16: vdpbf16ps, *_int8: vpdpbusd, both in the avx512_vnni
+    code), else the FP32 FMA peak; (G operations/s, what it is)."""
+    dot = limits.get("dot_peak_gops", {})
+    kind = "bf16" if kernel.endswith("_bf16") else "int8" if kernel.endswith("_int8") else None
+    if kind and isa == "avx512_vnni" and dot.get(kind):
+        return dot[kind], {"bf16": "vdpbf16ps", "int8": "vpdpbusd"}[kind]
+    return fma_peak, "FMA"
+
+
+def kernel_row(kernel, phase, rows, limits, fma_peak, bw):
+    """One kernel at one phase over its rounds: medians, rates, % of its limit, the peers' ratios."""
     k = {"kernel": kernel, "phase": phase, "flops": rows[0]["flops"], "bytes": rows[0]["bytes"],
          "activation_bytes": rows[0].get("activation_bytes", 0),
          "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
          "isa": rows[0].get("isa")}
-    for base in ("onednn_sgemm", "openblas_sgemm"):
+    for base in ("onednn_matmul", "onednn_sgemm", "openblas_sgemm"):
         if base in rows[0]:
             k[base] = combine([x[base] for x in rows])
+    if "onednn_matmul" in rows[0]:
+        k["onednn_matmul"].update(type=rows[0]["onednn_matmul"]["type"], impl=rows[0]["onednn_matmul"]["impl"])
     ms = k["halformer"]["median_ms"]
     k["gflops"] = k["flops"] / ms / 1e6
     k["gbps"] = k["bytes"] / ms / 1e6
+    peak, k["peak_of"] = kernel_peak(kernel, k["isa"], limits, fma_peak)
     k["pct_peak"] = 100 * k["gflops"] / peak
     # Memory-bound rows: against the read probe interleaved with them (the
     # bandwidth while they ran), else the limit measured at the start.
     k["read_gbps"] = statistics.median(x["read_probe"]["gbps"] for x in rows) if "read_probe" in rows[0] else bw
     k["pct_bandwidth"] = 100 * k["gbps"] / k["read_gbps"]
+    if "onednn_matmul" in k:
+        k["vs_matmul"] = k["onednn_matmul"]["median_ms"] / ms
     if "onednn_sgemm" in k:
         k["vs_onednn"] = k["onednn_sgemm"]["median_ms"] / ms
         k["vs_openblas"] = k["openblas_sgemm"]["median_ms"] / ms
@@ -188,7 +186,7 @@ def attention_blocks(mha, kernels):
 
 
 def measure_kernels(a, t, limits):
-    """Every kernel (bench_kernels, with its sgemm baselines and read probe) and PyTorch's
+    """Every kernel (bench_kernels, with its oneDNN matmul and sgemm baselines and read probe) and PyTorch's
     attention block, in rounds: (kernel rows, attention block rows)."""
     omp = {"OMP_NUM_THREADS": t, "OMP_WAIT_POLICY": "passive"}  # oneDNN's OpenMP pool
     # The widest ISA this CPU has (an ISA it lacks is null in bench_limits' output).
@@ -212,7 +210,7 @@ def measure_kernels(a, t, limits):
             mha.setdefault(s, []).append(run_json([TORCH_PY, os.path.join(ROOT, "bench", "torch_bench.py"), "mha",
                                                    "--seq", str(s), "--threads", t, "--samples",
                                                    "1" if a.smoke else "5"]))
-    kernels = [kernel_row(kernel, phase, rows, peak, bw) for (kernel, phase), rows in kruns.items()]
+    kernels = [kernel_row(kernel, phase, rows, limits, peak, bw) for (kernel, phase), rows in kruns.items()]
     return kernels, attention_blocks(mha, kernels)
 
 
@@ -226,6 +224,30 @@ def e2e_cases(a):
     return ([("encode", 1), ("encode", 8), ("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 1), ("beam", 8),
              ("beam", 32)], [("greedy", 8), ("greedy", 32), ("beam", 8)],
             [("greedy", 1), ("greedy", 8), ("greedy", 32), ("beam", 8), ("beam", 32)])
+
+
+def prefill_heavy_sources(model):
+    """Sources of 200-256 tokens (32 of them, random ids, fixed seed) beside the
+    model's: the prefill-heavy case, where the encoder and the cross-attention
+    keys dominate (batch 32, 8 new tokens)."""
+    path = os.path.join(model, "sources-long.txt")
+    if not os.path.exists(path):
+        import random
+        rng = random.Random(7)
+        with open(path, "w") as f:
+            for _ in range(32):
+                f.write(" ".join(str(rng.randrange(4, 32000)) for _ in range(rng.randint(200, 256))) + "\n")
+    return path
+
+
+def prefill_heavy_cases(a, t, model, ct2_model, samples, computes):
+    """The prefill-heavy case for each compute type: batch 32 (a smoke run: 1),
+    8 new tokens (2), against CTranslate2."""
+    batch, new_tokens = ("1", "2") if a.smoke else ("32", "8")
+    long_sources = prefill_heavy_sources(model)
+    return {c: e2e_case(a, t, "greedy", int(batch), model, ct2_model, long_sources, new_tokens, samples, False, c,
+                        f"prefill-heavy greedy batch {batch} (sources 200-256; {new_tokens} new tokens)")
+            for c in computes}
 
 
 def measure_e2e(a, t, model, ct2_model, sources):
@@ -253,6 +275,12 @@ def measure_e2e(a, t, model, ct2_model, sources):
     if not res["bf16_unavailable"]:
         res["bf16"] = [e2e_case(a, t, mode, batch, model, ct2_model, sources, new_tokens, samples, False, BF16)
                        for mode, batch in int8_cases]
+    heavy = prefill_heavy_cases(a, t, model, ct2_model, samples,
+                                (FLOAT32, INT8) + (() if res["bf16_unavailable"] else (BF16,)))
+    res["e2e"].append(heavy[FLOAT32])
+    res["int8"].append(heavy[INT8])
+    if BF16 in heavy:
+        res["bf16"].append(heavy[BF16])
     for r in res["e2e"] + res["natural"] + res["int8"] + res["bf16"]:
         for s in r["systems"].values():
             s.pop("first_tokens", None)
@@ -311,11 +339,13 @@ def bf16_missing(isa_cap):
     return f"not available on this CPU (it lacks AVX-512 BF16; {supports.strip() or 'no CPU line from halformer info'})"
 
 
-def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch, compute=FLOAT32):
-    """One end-to-end case: halformer and CTranslate2 in alternating order (and PyTorch
-    once), pooled; whether each system's outputs agree with halformer's."""
+def e2e_case(a, threads, mode, batch, model, ct2_model, sources, new_tokens, samples, with_torch, compute=FLOAT32,
+             case=None):
+    """One end-to-end case (`case` names it where the mode and batch do not):
+    halformer and CTranslate2 in alternating order (and PyTorch once), pooled;
+    whether each system's outputs agree with halformer's."""
     quick = a.quick or a.smoke
-    label = (f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else "")
+    label = ((case or f"{mode} batch {batch}" + (" beam 4" if mode == "beam" else ""))
              + ("" if compute == FLOAT32 else f", {os.path.basename(model)}"))
     res = {"mode": mode, "batch": batch, "label": label, "compute": list(compute), "systems": {}}
     ours_cmd = [os.path.join(BIN, "bench_e2e"), "--model", model, "--sources", sources, "--mode", mode,

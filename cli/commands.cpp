@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -224,8 +225,9 @@ const tuner::compare_row* best_of(const std::vector<tuner::compare_row>& rows, c
 
 // The summary of a comparison of several shapes: a line each, and counts.
 struct compare_summary {
-  std::string lines = fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", "kernel", "shape",
-                                  "default ms", "tuned ms", "best auto ms", "blas ms", "tuned/def", "tuned/auto");
+  std::string lines =
+      fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9} {:>9}\n", "kernel", "shape", "default ms",
+                  "tuned ms", "best auto ms", "blas ms", "onednn ms", "tuned/def", "tuned/auto");
   int with_tuned = 0, not_slower = 0, beats_auto = 0, same_as_default = 0;
 
   // Speed-ups of the tuned schedule (> 1: tuned is faster); "=" marks a tuned
@@ -247,8 +249,8 @@ struct compare_summary {
         beats_auto += tuned->r.median_ms < au->r.median_ms;
       }
     }
-    lines += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
-                         ms(au), ms(best_of(rows, "blas")), vs_def, vs_auto);
+    lines += fmt::format("{:<15} {:<44} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9} {:>9}\n", k, shape, ms(def), ms(tuned),
+                         ms(au), ms(best_of(rows, "blas")), ms(best_of(rows, "onednn")), vs_def, vs_auto);
   }
   void print(std::size_t shapes) const {
     fmt::print("\nsummary (median ms; '-': not measured or not verified; tuned/x: speed-up of tuned over x, '=': "
@@ -259,6 +261,21 @@ struct compare_summary {
                with_tuned, shapes, not_slower, same_as_default, beats_auto);
   }
 };
+
+// A kernel's compute limit: an int8 or bfloat16 GEMM's dot-product peak
+// (vpdpbusd, vdpbf16ps) where it runs the avx512_vnni code, else the FMA peak.
+double compute_peak(const std::string& kernel, const tuner::tune_options& m, double fma_peak) {
+  const char* kind = kernel.ends_with("_bf16") ? "bf16" : kernel.ends_with("_int8") ? "int8" : nullptr;
+  if (!kind || m.dot_product_isa != "avx512_vnni")
+    return fma_peak;
+  static std::map<std::string, double> measured;
+  if (!measured.count(kind)) {
+    measured[kind] = machine::dot_peak_gops(kind, m.threads);
+    fmt::print("measured {} dot-product peak {:.0f} G ops/s ({} threads)\n", kind, measured[kind],
+               m.threads > 0 ? m.threads : machine::online_cpus());
+  }
+  return measured[kind] > 0 ? measured[kind] : fma_peak;
+}
 } // namespace
 
 int compare(tuner::compare_options o, const std::string& schedules, const std::string& out_dir, bool all,
@@ -276,12 +293,13 @@ int compare(tuner::compare_options o, const std::string& schedules, const std::s
       o.schedules.push_back(s);
   }
   const auto jobs = compare_jobs(o, all, preset_name, compute_type);
-  const double peak = machine::fma_peak_gflops(o.measure.isa, o.measure.threads);
-  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), peak, o.measure.isa,
-             o.measure.threads > 0 ? o.measure.threads : machine::online_cpus());
+  const double fma_peak = machine::fma_peak_gflops(o.measure.isa, o.measure.threads);
+  fmt::print("machine: {} | measured FP32 FMA peak {:.0f} GFLOP/s ({}, {} threads)\n", hw.key(), fma_peak,
+             o.measure.isa, o.measure.threads > 0 ? o.measure.threads : machine::online_cpus());
   compare_summary summary;
   for (const auto& [k, shape] : jobs) {
     o.kernel = k, o.shape = shape;
+    const double peak = compute_peak(k, o.measure, fma_peak);
     const auto rows = tuner::compare(tools, cat, o, hw);
     const std::string title = k + " " + shape + " (" + o.measure.isa + ")";
     fmt::print("\n{}", tuner::table(title, rows, peak));

@@ -1,21 +1,28 @@
-// The BLAS baseline of `halformer compare`: the same GEMMs a GEMM-shaped kernel
-// performs (e.g. FFN: x.W1 then h.W2), with OpenBLAS sgemm, or with --int8
+// The BLAS baselines of `halformer compare`: the same GEMMs a GEMM-shaped kernel
+// performs (e.g. FFN: x.W1 then h.W2), with OpenBLAS sgemm; with --int8
 // oneDNN's int8 GEMM (dnnl_gemm_u8s8s32: u8 activations x s8 weights, exact
 // int32 sums; the baseline of the *_int8 kernels, without their quantization and
-// dequantization), measured like the kernels (warm-up, samples of at least
-// --min-ms, weights rotated over timing::rotation_bytes() and the activations in cache:
+// dequantization); with --matmul TYPE oneDNN's matmul primitive of that type
+// (f32, u8s8s32, bf16: halformer/onednn_matmul.hpp, weights in its own layout),
+// measured like the kernels (warm-up, samples of at least --min-ms, weights
+// rotated over timing::rotation_bytes() and the activations in cache:
 // halformer/gemm_sets.hpp).
-//   blas_harness "M,N,K;M,N,K..." [--int8] [--threads N] [--samples S] [--min-ms M]
-// Prints one JSON object.
+//   blas_harness "M,N,K;M,N,K..." [--int8 | --matmul f32|u8s8s32|bf16] [--threads N]
+//                [--samples S] [--min-ms M]
+// Prints one JSON object (with --matmul, "impl": the implementation oneDNN ran).
 #include "halformer/gemm_sets.hpp"
+#include "halformer/onednn_matmul.hpp"
 #include "halformer/timing.hpp"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +43,7 @@ struct options {
   int threads = 0, samples = 7;
   double min_ms = 20;
   bool int8 = false;
+  std::string matmul; // a oneDNN matmul type, or empty
 };
 
 // The command line above; false if it is not that.
@@ -64,6 +72,10 @@ bool parse(int argc, char** argv, options& o) {
       o.samples = std::stoi(argv[i]);
     else if (a == "--min-ms")
       o.min_ms = std::stod(argv[i]);
+    else if (a == "--matmul")
+      o.matmul = argv[i];
+    else
+      return false;
   }
   return true;
 }
@@ -75,6 +87,34 @@ void run_gemm(const gemm& g, bool int8, float* a, float* b, float* c) {
                       &zero_offset);
   else
     cblas_sgemm(RowMajor, NoTrans, NoTrans, g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f, c, g.n);
+}
+
+// The peer's one call over every GEMM, and what it is; throws for an unknown --matmul type.
+struct peer {
+  std::function<void()> run;
+  std::string impl;
+};
+peer make_peer(const options& o, std::mt19937& rng) {
+  using namespace halformer::onednn;
+  if (o.matmul.empty()) {
+    auto sets = std::make_shared<halformer::gemm_sets<gemm>>(o.gemms, rng);
+    const bool int8 = o.int8;
+    return {
+        [sets, int8] { sets->run([&](const gemm& g, float* a, float* b, float* c) { run_gemm(g, int8, a, b, c); }); },
+        ""};
+  }
+  matmul_type type = matmul_type::f32;
+  if (o.matmul == "u8s8s32")
+    type = matmul_type::u8s8;
+  else if (o.matmul == "bf16")
+    type = matmul_type::bf16;
+  else if (o.matmul != "f32")
+    throw std::invalid_argument("--matmul takes f32, u8s8s32 or bf16, not '" + o.matmul + "'");
+  std::vector<matmul_dims> dims;
+  for (const auto& g : o.gemms)
+    dims.push_back({g.m, g.n, g.k});
+  auto set = std::make_shared<matmul_set>(dims, type);
+  return {[set] { set->run(); }, set->impl()};
 }
 } // namespace
 
@@ -88,11 +128,20 @@ int main(int argc, char** argv) {
   for (const auto& g : o.gemms)
     flops += 2.0 * g.m * g.n * g.k;
   std::mt19937 rng(1);
-  halformer::gemm_sets<gemm> sets(o.gemms, rng);
-  const auto run = [&] {
-    sets.run([&](const gemm& g, float* a, float* b, float* c) { run_gemm(g, o.int8, a, b, c); });
-  };
-  const auto t = halformer::timing::interleaved({run}, o.samples, o.min_ms, 3).front();
-  std::printf("{\"status\": \"ok\", \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, \"gflops\": %.4g}\n",
-              t.median_ms, t.min_ms, t.max_ms, flops / t.median_ms / 1e6);
+  peer p;
+  try {
+    p = make_peer(o, rng);
+  } catch (const std::exception& e) {
+    std::printf("%s\n", nlohmann::json{{"status", "error"}, {"detail", e.what()}}.dump().c_str());
+    return 1;
+  }
+  const auto t = halformer::timing::interleaved({p.run}, o.samples, o.min_ms, 3).front();
+  nlohmann::json j{{"status", "ok"},
+                   {"median_ms", t.median_ms},
+                   {"min_ms", t.min_ms},
+                   {"max_ms", t.max_ms},
+                   {"gflops", flops / t.median_ms / 1e6}};
+  if (!p.impl.empty())
+    j["impl"] = p.impl;
+  std::printf("%s\n", j.dump().c_str());
 }

@@ -2,6 +2,7 @@
 #include "halformer/machine.hpp"
 
 #include "halformer/chart.hpp"
+#include "halformer/onednn_matmul.hpp"
 #include "halformer/problems.hpp"
 
 #include "halformer/error.hpp"
@@ -71,7 +72,7 @@ struct comparison {
       e.cand = build(t, k, hand_knobs_at(t, k, m.shape, m.isa), m, hw, "autoscheduler:" + name,
                      {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
                       "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
-    } else if (s == "blas") {
+    } else if (s == "blas" || s == "onednn") {
       const std::string gemms = gemms_of(k.name, m.shape);
       if (gemms.empty())
         e.row.note = "not GEMM-shaped";
@@ -80,7 +81,9 @@ struct comparison {
                   "--threads",    parallelism,
                   "--samples",    std::to_string(m.samples),
                   "--min-ms",     std::to_string(m.min_sample_ms)};
-        if (k.name.ends_with("_int8")) // oneDNN's int8 GEMM for the int8 kernels
+        if (s == "onednn") // oneDNN's matmul primitive of the kernel's type
+          e.blas.insert(e.blas.end(), {"--matmul", onednn::to_string(onednn::matmul_type_of(k.name))});
+        else if (k.name.ends_with("_int8")) // oneDNN's int8 GEMM for the int8 kernels
           e.blas.push_back("--int8");
       }
     } else if (s == "opencl" || s == "opencl-tuned") {
@@ -97,7 +100,7 @@ struct comparison {
         e.row.note = "no tuned OpenCL record for this kernel, shape and device";
     } else {
       throw error("unknown schedule '" + s +
-                  "' (default, tuned, adams2019, mullapudi2016, li2018, blas, opencl, opencl-tuned)");
+                  "' (default, tuned, adams2019, mullapudi2016, li2018, blas, onednn, opencl, opencl-tuned)");
     }
     if (!e.cand.ok() && !e.cand.r.status.empty())
       e.row.r = e.cand.r; // did not build
@@ -111,7 +114,14 @@ record run_blas(const std::vector<std::string>& command, double timeout_s) {
   try {
     const auto j = nlohmann::json::parse(p.out);
     const bool int8 = std::find(command.begin(), command.end(), "--int8") != command.end();
-    r.status = "ok", r.source = (int8 ? "oneDNN gemm_u8s8s32 " : "OpenBLAS sgemm ") + command[1];
+    const auto matmul = std::find(command.begin(), command.end(), "--matmul");
+    if (j.at("status") != "ok")
+      throw std::runtime_error(j.value("detail", std::string("failed")));
+    r.status = "ok";
+    if (matmul != command.end())
+      r.source = "oneDNN matmul " + *(matmul + 1) + " (" + j.value("impl", std::string("?")) + ") " + command[1];
+    else
+      r.source = (int8 ? "oneDNN gemm_u8s8s32 " : "OpenBLAS sgemm ") + command[1];
     r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
     r.gflops = j.at("gflops");
   } catch (const std::exception&) {
@@ -169,7 +179,7 @@ std::string table(const std::string& title, const std::vector<compare_row>& rows
       std::snprintf(line, sizeof line, "%-14s %-9s %s\n", r.schedule.c_str(), r.r.status.empty() ? "-" : "no",
                     r.note.c_str());
     } else {
-      const bool blas = r.schedule == "blas";
+      const bool blas = r.schedule == "blas" || r.schedule == "onednn"; // a peer: nothing of ours to verify
       std::snprintf(line, sizeof line, "%-14s %-9s %10.4g %10.4g - %-10.4g %9.1f %8s %7.1f%% %8.2fx\n",
                     r.schedule.c_str(), blas ? "n/a" : "yes", r.r.median_ms, r.r.min_ms, r.r.max_ms, r.r.gflops,
                     blas ? "-" : std::to_string(int(r.r.gbps)).c_str(), peak > 0 ? 100 * r.r.gflops / peak : 0.0,

@@ -12,14 +12,14 @@
 namespace halformer::tuner {
 
 struct compare_row {
-  std::string schedule; // default | tuned | adams2019 | mullapudi2016 | li2018 | blas | opencl | opencl-tuned
+  std::string schedule; // default | tuned | adams2019 | mullapudi2016 | li2018 | blas | onednn | opencl | opencl-tuned
   record r;             // status "ok" when measured and verified (BLAS: measured)
   std::string note;     // why a row has no numbers
 };
 
 struct compare_options {
   std::string kernel, shape, db_dir;
-  std::vector<std::string> schedules{"default", "tuned", "adams2019", "mullapudi2016", "li2018", "blas"};
+  std::vector<std::string> schedules{"default", "tuned", "adams2019", "mullapudi2016", "li2018", "blas", "onednn"};
   tune_options measure; // isa, threads, samples, min_sample_ms, timeout
   int rounds = 3;       // harness runs per schedule, taken in turn; the median of their medians is reported
 };

@@ -16,12 +16,12 @@ foreach (k IN LISTS HALFORMER_KERNELS)
 endforeach ()
 add_custom_target(tuner_harnesses ALL DEPENDS ${harnesses})
 
-# The BLAS baseline (OpenBLAS sgemm at the kernels' GEMM shapes) for `compare`.
+# The BLAS baselines for `compare` at the kernels' GEMM shapes: OpenBLAS sgemm,
+# oneDNN's int8 GEMM and oneDNN's matmul of the kernel's type.
 find_package(BLAS REQUIRED)
 add_executable(blas_harness ${tuner_dir}/blas_harness.cpp)
-find_library(HALFORMER_DNNL dnnl REQUIRED)
 find_package(OpenMP REQUIRED)
-target_link_libraries(blas_harness PRIVATE halformer::common BLAS::BLAS ${HALFORMER_DNNL} OpenMP::OpenMP_CXX
+target_link_libraries(blas_harness PRIVATE halformer::common halformer_onednn_matmul BLAS::BLAS OpenMP::OpenMP_CXX
                                            nlohmann_json::nlohmann_json)
 
 # Where everything is, for `halformer tune`.

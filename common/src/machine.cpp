@@ -95,6 +95,8 @@ std::string opencl_device() {
 }
 
 namespace {
+// Each loop: 16 independent accumulators (more than latency x issue width on
+// every CPU here), one instruction each per iteration.
 __attribute__((target("avx512f"))) void fma_avx512(long iters, float* sink) {
   __m512 a[16];
   for (int i = 0; i < 16; ++i)
@@ -123,30 +125,69 @@ __attribute__((target("avx2,fma"))) void fma_avx2(long iters, float* sink) {
   _mm256_storeu_ps(out, s);
   *sink = out[0];
 }
-} // namespace
+// vdpbf16ps: 16 lanes x 2 bfloat16 products and their sum into float32.
+__attribute__((target("avx512f,avx512bf16"))) void dot_bf16(long iters, float* sink) {
+  __m512 a[16];
+  for (int i = 0; i < 16; ++i)
+    a[i] = _mm512_set1_ps(float(i));
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = (__m512bh)_mm512_set1_epi32(0x3a833a83);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 16; ++i)
+      a[i] = _mm512_dpbf16_ps(a[i], x, y);
+  __m512 s = a[0];
+  for (int i = 1; i < 16; ++i)
+    s = _mm512_add_ps(s, a[i]);
+  *sink = _mm512_reduce_add_ps(s);
+}
+// vpdpbusd: 16 lanes x 4 u8 x s8 products and their sum into int32.
+__attribute__((target("avx512f,avx512vnni"))) void dot_vnni(long iters, float* sink) {
+  __m512i a[16];
+  for (int i = 0; i < 16; ++i)
+    a[i] = _mm512_set1_epi32(i);
+  const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+  for (long n = 0; n < iters; ++n)
+    for (int i = 0; i < 16; ++i)
+      a[i] = _mm512_dpbusd_epi32(a[i], x, y);
+  __m512i s = a[0];
+  for (int i = 1; i < 16; ++i)
+    s = _mm512_add_epi32(s, a[i]);
+  *sink = float(_mm512_reduce_add_epi32(s));
+}
 
-double fma_peak_gflops(const std::string& isa, int threads) {
-  // Only what this CPU can run: AVX-512 code on an AVX2-only CPU dies of SIGILL.
-  if (isa == "avx512" ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma"))
-    return 0;
+// The best of three rounds of `loop` on `threads` threads, in G operations/s.
+double best_rate(void (*loop)(long, float*), double ops_per_iteration, int threads) {
   if (threads <= 0)
     threads = online_cpus();
-  const bool wide = isa == "avx512";
   const long iters = 20'000'000;
-  const double flops_per_thread = double(iters) * (wide ? 16 * 16 : 12 * 8) * 2;
   double best = 0;
   for (int round = 0; round < 3; ++round) {
     std::vector<std::thread> pool;
     std::vector<float> sink(static_cast<std::size_t>(threads));
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < threads; ++i)
-      pool.emplace_back([&, i] { wide ? fma_avx512(iters, &sink[i]) : fma_avx2(iters, &sink[i]); });
+      pool.emplace_back([&, i] { loop(iters, &sink[i]); });
     for (auto& p : pool)
       p.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, flops_per_thread * threads / s / 1e9);
+    best = std::max(best, ops_per_iteration * iters * threads / s / 1e9);
   }
   return best;
+}
+} // namespace
+
+double fma_peak_gflops(const std::string& isa, int threads) {
+  // Only what this CPU can run: AVX-512 code on an AVX2-only CPU dies of SIGILL.
+  if (isa == "avx512" ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma"))
+    return 0;
+  return isa == "avx512" ? best_rate(fma_avx512, 16 * 16 * 2, threads) : best_rate(fma_avx2, 12 * 8 * 2, threads);
+}
+
+double dot_peak_gops(const std::string& kind, int threads) {
+  if (kind == "bf16")
+    return __builtin_cpu_supports("avx512bf16") ? best_rate(dot_bf16, 16 * 16 * 2 * 2, threads) : 0;
+  if (kind == "int8")
+    return __builtin_cpu_supports("avx512vnni") ? best_rate(dot_vnni, 16 * 16 * 4 * 2, threads) : 0;
+  return 0;
 }
 
 } // namespace halformer::machine

@@ -80,6 +80,19 @@ for ext in csv json svg; do
 done
 grep -q "<svg" "$tmp/layernorm_batch-1_d_model-64_t-4.svg" || fail "compare chart is not SVG"
 rm -rf "$tmp"
+# compare's peers: oneDNN's matmul of the kernel's own type (u8 x s8 -> s32 for
+# an int8 kernel, bfloat16 where the CPU has AVX-512 BF16) beside the sgemm or
+# int8 GEMM baseline, each naming what it ran.
+kernels="q_projection_int8:u8s8s32 q_projection:f32"
+grep -qw avx512_bf16 /proc/cpuinfo && kernels="$kernels q_projection_bf16:bf16"
+for kt in $kernels; do
+  k=${kt%%:*} type=${kt#*:} tmp=$(mktemp -d)
+  out=$("$bin" compare --kernel "$k" --shape d_k=64,heads=8,t=7,batch=1 --schedules default,blas,onednn --samples 2 \
+    --min-ms 1 --out "$tmp" 2>/dev/null) || fail "compare $k with its peers"
+  grep -qE "^onednn +n/a" <<<"$out" && grep -qE "^blas +n/a" <<<"$out" || fail "compare $k peer rows: $out"
+  grep -q "\"source\": *\"oneDNN matmul $type ([^)]*[a-z][^)]*)" "$tmp"/*.json || fail "compare $k: no oneDNN matmul $type source in $(cat "$tmp"/*.json)"
+  rm -rf "$tmp"
+done
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 expect_error "not a positive duration" "$bin" tune --kernel layernorm --shape t=1 --budget 0s --db "$(mktemp -d)"
 expect_error "excludes" "$bin" tune --preset transformer-base --budget 1s --total-budget 1m
