@@ -100,7 +100,7 @@ matmul_set::matmul_set(const std::vector<matmul_dims>& gemms, matmul_type type) 
   std::size_t weight_bytes = 0;
   for (const auto& g : gemms)
     weight_bytes += std::size_t(g.k) * g.n * dnnl::memory::data_type_size(t.wei), s_->flops += 2.0 * g.m * g.n * g.k;
-  s_->copies = std::clamp<std::size_t>(timing::rotation_bytes() / std::max<std::size_t>(weight_bytes, 1) + 1, 1, 4096);
+  s_->copies = timing::rotation_copies(weight_bytes);
   std::mt19937 rng(1);
   for (const auto& g : gemms)
     s_->gemms.push_back(make_gemm(s_->engine, s_->stream, g, t, s_->copies, rng));

@@ -29,8 +29,7 @@ public:
         x = d(rng);
     };
     fill(activations_, rows);
-    weights_.resize(
-        std::clamp<std::size_t>(timing::rotation_bytes() / (std::max<std::size_t>(weights, 1) * 4) + 1, 1, 4096));
+    weights_.resize(timing::rotation_copies(weights * 4));
     fill(weights_[0], weights); // the copies' values do not matter, only their addresses
     for (std::size_t s = 1; s < weights_.size(); ++s)
       weights_[s] = weights_[0];

@@ -30,6 +30,12 @@ inline std::size_t rotation_bytes() {
   return bytes;
 }
 
+// Copies of a set of `bytes` (a GEMM's weights) that read through
+// rotation_bytes() in all: at least 1, at most 4096.
+inline std::size_t rotation_copies(std::size_t bytes) {
+  return std::clamp<std::size_t>(rotation_bytes() / std::max<std::size_t>(bytes, 1) + 1, 1, 4096);
+}
+
 struct stats {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int samples = 0;
