@@ -377,7 +377,10 @@ private:
   struct attention_operands;
   Halide::Expr attention_decode_step_; // the lowered attention's decode_step scalar
   Halide::Expr attention_own_rows_;    // and its own_rows scalar
+  struct chunk_keys;
+  Halide::Func chunk_logits(const std::string& name, const chunk_keys& keys);
   Halide::Expr attention_chunked(const std::string& name, const attention_operands& at);
+  Halide::Expr attention_rows(const std::string& name, const chunk_keys& keys, int lanes);
   Halide::Expr attention_direct(const std::string& name, const attention_operands& at, int lanes);
 };
 

@@ -3,13 +3,16 @@
 // Parallel over (head, batch row). Calls of several queries take the chunked
 // algorithm: per head the keys are transposed once into k_t (key index innermost,
 // so q.k vectorises across keys). Queries are processed `q_tile` at a time: for one
-// tile every chunk's scores, max, exponentials, sums and partial outputs are
-// computed, then merged; so the largest temporary is q_tile x Tk floats, never
-// Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2). Register budget of the q.k
-// product: kv_chunk / lanes x q_tile accumulators (AVX-512: 64/16 x 4 = 16 zmm;
-// AVX2: 32/8 x 4 = 16 ymm — then k_t vectors are reloaded, fine since they come
-// from L1). Decode steps (dsl::lowering::attention_direct_queries) take the direct
-// algorithm (attention_direct below) unless decode_lanes is 0.
+// tile the logits of every chunk, then (softmax_lanes > 0, the hand defaults) the
+// softmax over the whole rows and p.v over every key, or each chunk's softmax
+// and p.v, merged; so the largest temporary is q_tile x Tk floats, never
+// Tq x Tk (q_tile 4, Tk 2048: 32 KiB, in L1/L2), its allocation hoisted to the
+// task. Register budget of q.k: kv_chunk / lanes x q_tile accumulators, of p.v:
+// d_k / lanes x q_tile, each summed in parts of at most half the registers
+// (accumulator_parts; AVX-512: 64/16 x 4 = 16 zmm; AVX2 at q_tile 2: 32/8 x 2 =
+// 8 ymm, p.v's 8 x 2 in two parts). Decode steps
+// (dsl::lowering::attention_takes_direct) take the direct algorithm
+// (attention_direct below) unless decode_lanes is 0.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -26,6 +29,10 @@ inline std::vector<knob_decl> attention_knobs() {
   return {
       {"kv_chunk", {16, 32, 64, 128, 256}, "keys per chunk (algorithm parameter)", true},
       {"q_tile", {1, 2, 4, 8}, "queries per tile (unrolled in q.k)"},
+      {"softmax_lanes",
+       {0, 4, 8, 16},
+       "several queries: softmax over whole rows, max and sum in this many lanes (0: per chunk, merged; algorithm)",
+       true},
       {"decode_lanes", {0, 4, 8, 16}, "partial sums per key of a decode step's q.k (0: chunked; algorithm)", true},
       // Decode steps only: a decode step of several queries (a source's beams)
       // falls in the prefill bucket, whose tuned shape (the encoder's) never
@@ -194,51 +201,124 @@ inline Halide::Expr task_heads(const dsl::lowering& ctx, int most) {
   return clamp(ctx.extent("heads") * ctx.extent("batch") / host_cores(), 1, most);
 }
 
-// The chunked algorithm's stages inside each query tile of `out` (its loops
-// `hb` and `to`): the keys transposed per head, q.k, softmax and p.v of every
-// chunk, then the merge.
-inline void chunked_stages(const dsl::lowering& ctx, Halide::Func out, int vec, int chunk,
-                           const std::vector<std::pair<Halide::Expr, int>>& fixed_dk, const bucket_scope& in) {
-  using namespace Halide;
-  const int lanes = std::min(vec, chunk);
-  Var d("d_k"), t("t"), kk("kk"), c("c"), hb("hb"), to("to");
-  auto s = [&](const char* n) { return ctx.stage(std::string("attention_") + n); };
-  const RDom rd = ctx.rdom("attention_scores"), rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
-  s("k_t").compute_at(out, hb);
-  const Expr own = ctx.attention_own_rows();
-  in(s("k_t")).specialize(own).vectorize(kk, lanes); // by address (below)
-  in(s("k_t")).vectorize(kk, lanes);
-  // Per query tile: logits, chunk maxima, exponentials and sums for every chunk.
-  for (const char* n : {"logits", "chunk_max", "p", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
-    s(n).compute_at(out, to);
-  // q.k one chunk at a time: a (kv_chunk x q_tile) accumulator of constant size,
-  // so it lives in registers across the d_k reduction.
-  in(s("logits")).reorder(kk, t, c).vectorize(kk, lanes);
-  s("scores").compute_at(s("logits"), c);
-  in(s("scores")).vectorize(kk, lanes);
-  in.update(s("scores")).reorder(kk, t, rd.x).vectorize(kk, lanes).unroll(kk).unroll(t);
-  in(s("p")).vectorize(kk, lanes);
-  // Chunk maxima and sums: tree reductions across the chunk's lanes (max is exact;
-  // the sum reassociates, within the 1e-5 tolerance).
-  in.update(s("chunk_max")).atomic().vectorize(rk.x, lanes);
-  in.update(s("chunk_sum")).atomic().vectorize(rk.x, lanes);
-  // p.v likewise, one chunk at a time inside the merge over chunks.
-  in(s("out_unnormalized")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  in.update(s("out_unnormalized")).reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
-  s("chunk_out").compute_at(s("out_unnormalized"), rc.x);
-  in(s("chunk_out")).vectorize(d, vec, TailStrategy::GuardWithIf);
-  // Where the row table is the identity (own_rows: the encoder, greedy decoding,
-  // every cross-attention) k and v are read by address: through the table, each
-  // key's row index was loaded, clamped and turned into an address inside p.v's
-  // loop, 8 scalar instructions per key beside its 4 x q_tile FMAs (Zen 5, 2
-  // threads, S = 512, harness medians of 5 interleaved rounds: 2.66 -> 2.33 ms).
-  for (bool by_address : {true, false}) { // the own_rows branch first (Halide tries them in order)
-    const auto branch = [&](Stage st) { return by_address ? st.specialize(own) : st; };
-    for (const auto& [dk, dk_value] : fixed_dk)
-      branch(in.update(s("chunk_out"))).specialize(dk).reorder(d, t, rk.x).vectorize(d, vec).unroll(d).unroll(t);
-    branch(in.update(s("chunk_out"))).reorder(d, t, rk.x).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
-  }
+// The parts (a power of two) a register tile of `accumulators` vectors is
+// summed in so that each part holds at most half the vector registers
+// (`registers`), beside the operands' loads and broadcasts.
+inline int accumulator_parts(int accumulators, int registers) {
+  int parts = 1;
+  while (accumulators / parts > registers / 2)
+    parts *= 2;
+  return parts;
 }
+
+// The chunked algorithm's stages inside each query tile of `out` (its loops
+// `hb` and `to`): the keys transposed per head, q.k of every chunk, then either
+// the softmax over whole rows (`softmax_lanes` > 0) or each chunk's softmax and
+// p.v, merged.
+struct chunked_attention {
+  const dsl::lowering& ctx;
+  Halide::Func out;
+  int vec, registers, chunk, q_tile;
+  const std::vector<std::pair<Halide::Expr, int>>& fixed_dk;
+  const bucket_scope& in;
+  Halide::Var d{"d_k"}, t{"t"}, kk{"kk"}, c{"c"}, hb{"hb"}, to{"to"}, kko{"kko"}, dpo{"dpo"}, l{"lane"};
+  Halide::Func s(const char* n) const { return ctx.stage(std::string("attention_") + n); }
+  int lanes() const { return std::min(vec, chunk); }
+
+  void keys_and_logits() const {
+    using namespace Halide;
+    const RDom rd = ctx.rdom("attention_scores");
+    // Stored chunk by chunk (each chunk's kv_chunk x d_k keys contiguous, so
+    // q.k reads one stream), filled a block of keys at a time over all of d_k
+    // (the keys' rows stay in L1 while they are gathered).
+    s("k_t").compute_at(out, hb).reorder_storage(kk, d, c, Var("heads"), Var("batch"));
+    in(s("k_t")).specialize(ctx.attention_own_rows()).reorder(kk, d, c).vectorize(kk, lanes()); // by address
+    in(s("k_t")).reorder(kk, d, c).vectorize(kk, lanes());
+    // q.k one chunk at a time: a (kv_chunk x q_tile) accumulator of constant
+    // size, so it lives in registers across the d_k reduction; a tile of more
+    // accumulators than the budget is summed in parts, each its own d_k loop.
+    s("logits").compute_at(out, to).hoist_storage(out, hb);
+    in(s("logits")).reorder(kk, t, c).vectorize(kk, lanes());
+    s("scores").compute_at(s("logits"), c);
+    in(s("scores")).vectorize(kk, lanes());
+    in.update(s("scores"))
+        .split(kk, kko, kk, chunk / accumulator_parts(chunk / lanes() * q_tile, registers))
+        .reorder(kk, t, rd.x, kko)
+        .vectorize(kk, lanes())
+        .unroll(kk)
+        .unroll(t)
+        .unroll(kko);
+    s("p").compute_at(out, to).hoist_storage(out, hb);
+    in(s("p")).vectorize(kk, lanes());
+  }
+
+  // p.v into `f`'s update over the keys `keys` (innermost first), its d_k x
+  // q_tile sums in registers where d_k is a constant (in parts where they
+  // exceed the budget). Where the row table is the identity (own_rows: the
+  // encoder, greedy decoding, every cross-attention) k and v are read by
+  // address: through the table, each key's row index was loaded, clamped and
+  // turned into an address inside p.v's loop, 8 scalar instructions per key
+  // beside its 4 x q_tile FMAs (Zen 5, 2 threads, S = 512, harness medians of
+  // 5 interleaved rounds: 2.66 -> 2.33 ms).
+  void values(const Halide::Func& f, const std::vector<Halide::VarOrRVar>& keys) const {
+    using namespace Halide;
+    for (bool by_address : {true, false}) { // the own_rows branch first (Halide tries them in order)
+      const auto branch = [&](Stage st) { return by_address ? st.specialize(ctx.attention_own_rows()) : st; };
+      for (const auto& [dk, dk_value] : fixed_dk) {
+        std::vector<VarOrRVar> order{d, t};
+        order.insert(order.end(), keys.begin(), keys.end());
+        order.push_back(dpo);
+        branch(in.update(f))
+            .specialize(dk)
+            .split(d, dpo, d,
+                   std::max(vec, dk_value / accumulator_parts(std::max(1, dk_value / vec) * q_tile, registers)))
+            .reorder(order)
+            .vectorize(d, vec)
+            .unroll(d)
+            .unroll(t)
+            .unroll(dpo);
+      }
+      std::vector<VarOrRVar> order{d, t};
+      order.insert(order.end(), keys.begin(), keys.end());
+      branch(in.update(f)).reorder(order).vectorize(d, vec, TailStrategy::GuardWithIf).unroll(t);
+    }
+  }
+
+  // Whole rows: lane-wise max and sum over every key, then across the lanes;
+  // p.v over every key into one register tile.
+  void rows() const {
+    using namespace Halide;
+    const RDom rm = ctx.rdom("attention_rows_keys"), rl = ctx.rdom("attention_rows_lanes"),
+               rj = ctx.rdom("attention_rows_out");
+    for (const char* n : {"lane_max", "max", "lane_sum", "sum", "out_unnormalized"})
+      s(n).compute_at(out, to);
+    for (const char* n : {"lane_max", "lane_sum"}) {
+      in(s(n)).vectorize(l);
+      in.update(s(n)).reorder(l, rm.x, rm.y).vectorize(l);
+    }
+    for (const char* n : {"max", "sum"})
+      in.update(s(n)).atomic().vectorize(rl.x);
+    in(s("out_unnormalized")).vectorize(d, vec, TailStrategy::GuardWithIf);
+    values(s("out_unnormalized"), {rj.x, rj.y});
+  }
+
+  // Per chunk: its max and sum (tree reductions across the chunk's lanes: max
+  // is exact, the sum reassociates within the 1e-5 tolerance) and p.v, one
+  // chunk at a time inside the merge over chunks.
+  void chunk_merge() const {
+    using namespace Halide;
+    const RDom rk = ctx.rdom("attention_chunk"), rc = ctx.rdom("attention_merge");
+    for (const char* n : {"chunk_max", "chunk_sum", "max", "weight", "sum", "out_unnormalized"})
+      s(n).compute_at(out, to);
+    in.update(s("chunk_max")).atomic().vectorize(rk.x, lanes());
+    in.update(s("chunk_sum")).atomic().vectorize(rk.x, lanes());
+    in(s("out_unnormalized")).vectorize(d, vec, TailStrategy::GuardWithIf);
+    in.update(s("out_unnormalized")).reorder(d, t, rc.x).vectorize(d, vec, TailStrategy::GuardWithIf);
+    s("chunk_out").compute_at(s("out_unnormalized"), rc.x);
+    in(s("chunk_out")).vectorize(d, vec, TailStrategy::GuardWithIf);
+    values(s("chunk_out"), {rk.x});
+  }
+};
 
 inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                       const bucket_scope& in) {
@@ -288,7 +368,12 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   in(out).specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   in(out).split(t, to, ti, 1);
 
-  chunked_stages(ctx, out, vec, chunk, fixed_dk, in);
+  const chunked_attention chunked{ctx, out, vec, target.has_feature(Target::AVX512) ? 32 : 16, chunk, qt, fixed_dk, in};
+  chunked.keys_and_logits();
+  if (k["softmax_lanes"] > 0)
+    chunked.rows();
+  else
+    chunked.chunk_merge();
 }
 
 } // namespace halformer::schedules::cpu
