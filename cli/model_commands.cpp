@@ -5,6 +5,7 @@
 #include "halformer_kernels.h"
 #include "line_translation.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <fstream>
@@ -125,6 +126,13 @@ int translate(model_request r) {
   };
   stream(model, r, lines);
   return 0;
+}
+
+void add_kv_cache(CLI::App* cmd, load_options& lo) {
+  cmd->add_option("--kv-cache", lo.kv_cache,
+                  "the decoder's attention keys and values: float32, float16 (CPU), or auto (float16 with int8 or "
+                  "bfloat16 GEMMs on the CPU)")
+      ->check(CLI::IsMember({"float32", "float16", "auto"}));
 }
 
 } // namespace halformer::cli

@@ -6,6 +6,10 @@
 
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace halformer::cli {
 
 struct model_request {
@@ -17,6 +21,9 @@ struct model_request {
   bool progress = false;      // a progress line on stderr, when it is a terminal
   bool max_len_given = false; // else o.max_len is cut to the model's last position
 };
+
+// Option --kv-cache of the commands that load a model.
+void add_kv_cache(CLI::App* cmd, load_options& lo);
 
 int run(model_request r);
 int translate(model_request r);

@@ -1,7 +1,8 @@
 # The kernel libraries, every kernel in each:
 # - CPU: the x86 ISAs of targets.cmake with runtime dispatch (most specialised
-#   first; the last target is the baseline), merged into lib/libhalformer_kernels.a;
-#   only DOT_PRODUCTS kernels are compiled for the dot-product ISAs (avx512_vnni);
+#   first; the last target is the baseline), merged into lib/libhalformer_kernels.a
+#   (build-lib: the AArch64 ISAs instead); only DOT_PRODUCTS kernels are compiled
+#   for the dot-product ISAs (avx512_vnni, arm_dot_prod);
 # - OpenCL (hf_opencl_*) and CUDA (hf_cuda_*: PTX for capabilities 8.6, 8.0 and
 #   7.0, chosen at run time by the device's capability; newer GPUs JIT the PTX),
 #   from the GPU schedules, merged into lib/libhalformer_kernels_{opencl,cuda}.a.
@@ -14,8 +15,8 @@
 # HALFORMER_EMIT extra generator outputs (stmt, assembly, ...).
 
 include(targets)
-set(HALFORMER_X86_TARGETS ${HALFORMER_X86_TARGET_LIST}
-    CACHE STRING "Halide targets of the CPU kernel library, most specialised first")
+set(HALFORMER_CPU_TARGETS ${HALFORMER_X86_TARGET_LIST}
+    CACHE STRING "Halide targets of the CPU kernel library, most specialised first (one architecture)")
 set(HALFORMER_OPENCL_TARGETS ${HALFORMER_OPENCL_TARGET_LIST} CACHE STRING "Halide targets of the OpenCL kernel library")
 set(HALFORMER_CUDA_TARGETS ${HALFORMER_CUDA_TARGET_LIST}
     CACHE STRING "Halide targets of the CUDA kernel library, newest capability first")
@@ -32,20 +33,27 @@ if (NOT DEFINED HALFORMER_GPU_APIS)
   endif ()
 endif ()
 
-add_halide_runtime(halformer_runtime TARGETS ${HALFORMER_RUNTIME_TARGET})
+# The runtime of the CPU targets' architecture (an AArch64 library: build-lib
+# --target arm64, cross-compiled by cmake/aarch64-linux-gnu.cmake).
+set(runtime_target ${HALFORMER_RUNTIME_TARGET})
+list(GET HALFORMER_CPU_TARGETS 0 first_cpu_target)
+if (HALFORMER_CPU AND first_cpu_target MATCHES "^arm-64-")
+  set(runtime_target ${HALFORMER_ARM64_RUNTIME_TARGET})
+endif ()
+add_halide_runtime(halformer_runtime TARGETS ${runtime_target})
 
-# The x86 targets of a kernel: HALFORMER_X86_TARGETS, less the dot-product ISAs'
+# The CPU targets of a kernel: HALFORMER_CPU_TARGETS, less the dot-product ISAs'
 # targets unless it is a DOT_PRODUCTS kernel (its GEMMs int8 or bfloat16).
 # (Global properties: the function is called from other directories' scopes.)
 set_property(GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_TARGETS ${HALFORMER_DOT_PRODUCT_TARGETS})
-function(halformer_x86_targets_of out name)
-  set(targets ${HALFORMER_X86_TARGETS})
+function(halformer_cpu_targets_of out name)
+  set(targets ${HALFORMER_CPU_TARGETS})
   get_property(dot GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_KERNELS)
   get_property(dot_targets GLOBAL PROPERTY HALFORMER_DOT_PRODUCT_TARGETS)
   if (NOT name IN_LIST dot AND dot_targets)
     list(REMOVE_ITEM targets ${dot_targets})
     if (NOT targets) # a library of dot-product ISAs alone: every kernel for them
-      set(targets ${HALFORMER_X86_TARGETS})
+      set(targets ${HALFORMER_CPU_TARGETS})
     endif ()
   endif ()
   set(${out} ${targets} PARENT_SCOPE)
@@ -80,7 +88,7 @@ function(halformer_kernel name)
         continue()
       endif ()
       set(fn hf_${name})
-      halformer_x86_targets_of(targets ${name})
+      halformer_cpu_targets_of(targets ${name})
       set(knobs ${HALFORMER_BUILD_KNOB_FILE})
     elseif (ARG_CPU_ONLY)
       set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_ONLY_KERNELS ${name})
@@ -158,4 +166,7 @@ endforeach ()
 get_property(catalog GLOBAL PROPERTY HALFORMER_KERNEL_CATALOG)
 string(REGEX REPLACE ",\n$" "\n" catalog "${catalog}")
 file(WRITE ${CMAKE_BINARY_DIR}/share/halformer/kernels.json "[\n${catalog}]\n")
-set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
+get_directory_property(parent_dir PARENT_DIRECTORY)
+if (parent_dir) # included from a subdirectory (generators/): its parent lists the kernels too
+  set(HALFORMER_KERNELS ${HALFORMER_KERNELS} PARENT_SCOPE)
+endif ()

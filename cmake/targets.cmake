@@ -13,8 +13,15 @@ set(HALFORMER_ISA_TARGETS
     "avx512=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"
     "avx2=x86-64-linux-avx-avx2-f16c-fma-sse41"
     "sse41=x86-64-linux-sse41")
+# AArch64 (`build-lib --target arm64`, cmake/aarch64-linux-gnu.cmake): NEON
+# (ARMv8.0-A) and, for the dot-product kernels, ARMv8.2-A's dot products (sdot)
+# with its half-precision arithmetic (arm_fp16). The float16 kernels only
+# convert (fcvtl/fcvtn, ARMv8.0-A), so arm_fp16 gives them nothing to gain.
+set(HALFORMER_ARM64_ISA_TARGETS
+    "arm_dot_prod=arm-64-linux-arm_dot_prod-arm_fp16"
+    "neon=arm-64-linux")
 # The ISAs only the dot-product kernels are compiled for.
-set(HALFORMER_DOT_PRODUCT_ISAS avx512_vnni)
+set(HALFORMER_DOT_PRODUCT_ISAS avx512_vnni arm_dot_prod)
 set(HALFORMER_OPENCL_TARGET_LIST x86-64-linux-sse41-opencl)
 # CUDA: PTX for capabilities 8.6, 8.0 and 7.0 (RTX 30, A100, V100), newest first;
 # newer GPUs JIT the newest.
@@ -22,22 +29,29 @@ set(HALFORMER_CUDA_TARGET_LIST
     x86-64-linux-sse41-cuda-cuda_capability_86
     x86-64-linux-sse41-cuda-cuda_capability_80
     x86-64-linux-sse41-cuda-cuda_capability_70)
-# The one Halide runtime every library shares (host code plus the device modules).
+# The one Halide runtime every library of an architecture shares (host code
+# plus the device modules, which load their drivers on first use).
 set(HALFORMER_RUNTIME_TARGET x86-64-linux-sse41-cuda-opencl)
+set(HALFORMER_ARM64_RUNTIME_TARGET arm-64-linux-cuda-opencl)
 
-set(HALFORMER_X86_TARGET_LIST "")
 set(HALFORMER_DOT_PRODUCT_TARGETS "")
-set(isa_entries "")
-foreach (entry IN LISTS HALFORMER_ISA_TARGETS)
-  string(REPLACE "=" ";" parts "${entry}")
-  list(GET parts 0 isa)
-  list(GET parts 1 target)
-  list(APPEND HALFORMER_X86_TARGET_LIST ${target})
-  if (isa IN_LIST HALFORMER_DOT_PRODUCT_ISAS)
-    list(APPEND HALFORMER_DOT_PRODUCT_TARGETS ${target})
-  endif ()
-  string(APPEND isa_entries "    {\"${isa}\", \"${target}\"},\n")
-endforeach ()
+# <arch>_TARGET_LIST: the targets of (ISA=target) entries; <arch>_entries: them in C++.
+macro(halformer_isa_list arch)
+  set(HALFORMER_${arch}_TARGET_LIST "")
+  set(${arch}_entries "")
+  foreach (entry ${ARGN})
+    string(REPLACE "=" ";" parts "${entry}")
+    list(GET parts 0 isa)
+    list(GET parts 1 target)
+    list(APPEND HALFORMER_${arch}_TARGET_LIST ${target})
+    if (isa IN_LIST HALFORMER_DOT_PRODUCT_ISAS)
+      list(APPEND HALFORMER_DOT_PRODUCT_TARGETS ${target})
+    endif ()
+    string(APPEND ${arch}_entries "    {\"${isa}\", \"${target}\"},\n")
+  endforeach ()
+endmacro()
+halformer_isa_list(X86 ${HALFORMER_ISA_TARGETS})
+halformer_isa_list(ARM64 ${HALFORMER_ARM64_ISA_TARGETS})
 function(halformer_cpp_list out)
   set(text "")
   foreach (t IN LISTS ARGN)
@@ -54,7 +68,9 @@ file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/halformer/targets.hpp CONTEN
 namespace halformer::targets {
 // (ISA, target), most specialised first.
 inline constexpr std::pair<const char*, const char*> x86[] = {
-${isa_entries}};
+${X86_entries}};
+inline constexpr std::pair<const char*, const char*> arm64[] = {
+${ARM64_entries}};
 inline constexpr const char* opencl[] = {${opencl_entries}};
 inline constexpr const char* cuda[] = {${cuda_entries}};
 } // namespace halformer::targets

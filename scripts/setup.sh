@@ -18,15 +18,23 @@ apt_packages=(
   libopenblas-dev libdnnl-dev          # BLAS baselines (OpenBLAS, oneDNN sgemm) for benchmarks
   libsentencepiece-dev                 # MarianMT tokenizers (halformer translate)
   python3-venv                         # the reference venv below
+  g++-aarch64-linux-gnu qemu-user      # the AArch64 build (build/arm64), its tests under qemu
+  libsentencepiece-dev:arm64 libfmt-dev:arm64   # its runtime's and CLI's libraries (multiarch)
 )
 
 need_apt=0
+# The arm64 packages above come through Debian's multiarch.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  add_arch=1
+  need_apt=1
+fi
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1
 done
 if [[ ${HALFORMER_SKIP_APT:-0} != 1 && $need_apt == 1 ]]; then
   echo "== apt: installing ${apt_packages[*]}"
   sudo_cmd=""; [[ $(id -u) == 0 ]] || sudo_cmd=sudo
+  [[ ${add_arch:-0} == 1 ]] && $sudo_cmd dpkg --add-architecture arm64
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
 fi

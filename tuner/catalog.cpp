@@ -37,7 +37,7 @@ toolchain toolchain::from_json_file(const std::string& path) {
   t.runtime_lib = j.at("runtime_lib"), t.knob_file = j.at("knob_file"), t.work_dir = j.at("work_dir");
   t.isa_lib = j.at("isa_lib"), t.kernel_header = j.at("kernel_header"), t.runtime_header = j.at("runtime_header");
   t.autoscheduler_dir = j.at("autoscheduler_dir"), t.blas_harness = j.at("blas_harness");
-  t.gpu_knob_file = j.at("gpu_knob_file");
+  t.gpu_knob_file = j.at("gpu_knob_file"), t.arm64_knob_file = j.at("arm64_knob_file");
   t.build_knob_file = j.at("build_knob_file"), t.source_dir = j.at("source_dir"), t.cmake = j.at("cmake");
   t.make_program = j.at("make_program"), t.halide_dir = j.at("halide_dir");
   t.knob_choice = j.at("knob_choice").get<std::vector<std::string>>();

@@ -38,6 +38,7 @@ file(GENERATE OUTPUT ${share}/tuner_paths.json CONTENT "{
   \"autoscheduler_dir\": \"$<TARGET_FILE_DIR:Halide::Adams2019>\",
   \"blas_harness\": \"$<TARGET_FILE:blas_harness>\",
   \"gpu_knob_file\": \"${HALFORMER_GPU_KNOB_FILE}\",
+  \"arm64_knob_file\": \"${HALFORMER_ARM64_KNOB_FILE}\",
   \"build_knob_file\": \"${HALFORMER_BUILD_KNOB_FILE}\",
   \"knob_choice\": [\"$<TARGET_FILE:halformer_choose_knobs>\", \"${HALFORMER_TUNED_KNOB_DIR}\",
                    \"${HALFORMER_DEFAULT_KNOB_FILE}\", \"${HALFORMER_SCHEDULE_DB}\", \"${share}/knob_spaces.json\",

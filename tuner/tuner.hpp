@@ -31,6 +31,7 @@ struct toolchain {
   std::string autoscheduler_dir;             // libautoschedule_*.so
   std::string blas_harness;                  // the BLAS baseline's measuring program
   std::string gpu_knob_file;                 // default knob values of the GPU schedules
+  std::string arm64_knob_file;               // default knob values of the AArch64 CPU kernels
   std::string build_knob_file;               // the knob file the build chose for the CPU kernels
   std::vector<std::string> knob_choice;      // halformer_choose_knobs and its inputs, less OUT_FILE (host)
   std::string source_dir, cmake, make_program, halide_root,

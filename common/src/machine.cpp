@@ -1,7 +1,9 @@
 // The machine's facts (machine.hpp).
 #include "halformer/machine.hpp"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cctype>
 #include <chrono>
@@ -94,6 +96,7 @@ std::string opencl_device() {
   return out;
 }
 
+#if defined(__x86_64__)
 namespace {
 // Each loop: 16 independent accumulators (more than latency x issue width on
 // every CPU here), one instruction each per iteration.
@@ -189,5 +192,10 @@ double dot_peak_gops(const std::string& kind, int threads) {
     return __builtin_cpu_supports("avx512vnni") ? best_rate(dot_vnni, 16 * 16 * 4 * 2, threads) : 0;
   return 0;
 }
+#else
+// No peak probes off x86 (the AArch64 build runs the kernels' tests, not benchmarks).
+double fma_peak_gflops(const std::string&, int) { return 0; }
+double dot_peak_gops(const std::string&, int) { return 0; }
+#endif
 
 } // namespace halformer::machine

@@ -8,6 +8,10 @@
  * HALFORMER_ISA=avx512_vnni|avx512|avx2|sse41|auto before
  * halformer_kernels_init(), or call halformer_force_isa(). A kernel without code
  * for the forced ISA runs the next one below it.
+ * An AArch64 library (build-lib --target arm64) has the same functions and
+ * arguments, its ISAs neon (ARMv8.0-A) and arm_dot_prod (ARMv8.2-A sdot and
+ * fp16, which Linux reports in AT_HWCAP; the int8 GEMMs are compiled for it):
+ * HALFORMER_ISA=arm_dot_prod|neon|auto.
  * The GPU libraries hold hf_opencl_<name>() and hf_cuda_<name>() with the same
  * signatures; their buffers live on the device between calls (Halide copies host
  * data over when host_dirty is set and leaves outputs device_dirty: call
@@ -56,14 +60,16 @@ int halformer_kernels_init(void);
  * (halide_set_num_threads). Returns 0, or -1 for a count outside 0..256. */
 int halformer_set_num_threads(int threads);
 
-/* "auto", "avx512_vnni", "avx512", "avx2" or "sse41". Returns 0, or -1 for another name.
+/* "auto", "avx512_vnni", "avx512", "avx2" or "sse41" (AArch64: "auto",
+ * "arm_dot_prod" or "neon"). Returns 0, or -1 for another name.
  * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel
  * chooses its ISA on its first call and keeps it: force before any kernel runs
  * (afterwards a different choice returns -1). */
 int halformer_force_isa(const char* isa);
 
 /* The ISA the kernels run now: "avx512_vnni" (the kernels compiled for it; the
- * others run avx512), "avx512", "avx2" or "sse41". */
+ * others run avx512), "avx512", "avx2" or "sse41"; AArch64: "arm_dot_prod" (the
+ * int8 GEMMs; the others run neon) or "neon". */
 const char* halformer_active_isa(void);
 
 /* Whether the CPU itself supports `isa` (ignoring any forcing). */

@@ -46,8 +46,8 @@ struct loop_pool {
   _Atomic int min, size;
   _Atomic int threads;      /* wanted, the caller included */
   _Atomic int loop_threads; /* the published loop's: `threads` when it started */
-  int started;         /* workers created (under `owner`) */
-  uint32_t generation; /* the caller's (under `owner`) */
+  int started;              /* workers created (under `owner`) */
+  uint32_t generation;      /* the caller's (under `owner`) */
   pthread_mutex_t owner;
   _Atomic long spin_ns;
 };
@@ -58,6 +58,8 @@ static _Thread_local int in_task;
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
 #endif
 }
 

@@ -40,9 +40,14 @@ gemm_weights select_compute_type(const std::string& name, device d) {
     if (d != device::cpu)
       throw error(std::string("compute type bfloat16 runs on the CPU only (no GPU bfloat16 kernels); use float32 on ") +
                   device_name(d));
+#if defined(__aarch64__)
+    throw error("compute type bfloat16 needs bfloat16 dot products, which halformer's AArch64 kernels do not have "
+                "(ARMv8.6-A BFDOT is not used); use float32 or int8");
+#else
     if (!halformer_cpu_supports("avx512_vnni"))
       throw error("compute type bfloat16 needs AVX-512 BF16 (vdpbf16ps, with the rest of Halide's avx512_zen4 set: "
                   "VNNI, VBMI2, BITALG), which this CPU lacks; use float32 or int8");
+#endif
     return gemm_weights::bfloat16;
   }
   throw error("unknown compute type '" + name + "' (expected float32, int8, bfloat16 or auto)");

@@ -38,10 +38,12 @@ static_assert(std::is_same_v<shape_t<qlinear>, decltype(shape(d_ff, t, batch))>)
 namespace {
 // The quantized linear's stages, JIT-compiled: y = quantized_linear(x, w, b), w
 // a plain int8 input or stored in panels (dsl/panels.hpp) with its steps and
-// value sums, its products as int16 pairs or byte quads offset by the weight's
-// sums (the lowering's two forms; both are plain arithmetic, any host runs them).
+// value sums, its products as int16 pairs, unsigned byte quads offset by the
+// weight's sums, or signed byte quads (the lowering's three forms; all are plain
+// arithmetic, any host runs them).
 struct weights {
-  bool panels, quads;
+  bool panels;
+  lowering::int8_form form;
 };
 struct quantized_pipeline {
   weights layout;
@@ -49,12 +51,13 @@ struct quantized_pipeline {
       sums_in{Halide::Int(32), 1, "w_sums"}, b_in{Halide::Float(32), 1, "b"};
   lowering ctx;
   lowered out;
-  explicit quantized_pipeline(weights l = {false, false}) : layout(l), w_in(Halide::Int(8), l.panels ? 4 : 2, "w") {
+  explicit quantized_pipeline(weights l = {false, lowering::int8_form::pairs})
+      : layout(l), w_in(Halide::Int(8), l.panels ? 4 : 2, "w") {
     auto x = input("x", shape(d_model, t, batch));
     auto s = input("w_step", shape(d_ff));
     auto sums = input("w_sums", shape(d_ff), i32);
     auto b = input("b", shape(d_ff));
-    ctx.int8_quads = l.quads;
+    ctx.int8_products = l.form;
     ctx.bind(x, x_in), ctx.bind(s, s_in), ctx.bind(sums, sums_in), ctx.bind(b, b_in);
     if (l.panels) {
       auto w = panel_input("w", shape(d_model, d_ff), 1);
@@ -81,10 +84,15 @@ struct quantized_pipeline {
       w_in.set(wb);
   }
 };
-constexpr std::array all_layouts{weights{false, false}, weights{false, true}, weights{true, false},
-                                 weights{true, true}};
+using form = lowering::int8_form;
+constexpr std::array all_layouts{weights{false, form::pairs},         weights{false, form::unsigned_quads},
+                                 weights{false, form::signed_quads},  weights{true, form::pairs},
+                                 weights{true, form::unsigned_quads}, weights{true, form::signed_quads}};
 std::string layout_name(weights l) {
-  return std::string(l.panels ? "panels" : "plain int8 weights") + (l.quads ? ", quads" : ", pairs");
+  return std::string(l.panels ? "panels" : "plain int8 weights") + (l.form == form::pairs ? ", pairs"
+                                                                    : l.form == form::unsigned_quads
+                                                                        ? ", unsigned quads"
+                                                                        : ", signed quads");
 }
 
 // A row's int8 values as the DSL defines them, in float32 (round half to even).

@@ -36,9 +36,24 @@ public:
   // Extent estimates per dimension symbol (and values per scalar param name) for
   // Halide's autoschedulers; empty for hand-scheduled builds.
   std::map<std::string, int> estimates;
-  // int8 x int8 dot products as unsigned x signed byte quads (vpdpbusd), not as
-  // int16 pairs (lower_quantize.hpp): the generator sets it from the target.
-  bool int8_quads = false;
+  // How int8 x int8 dot products sum (lower_quantize.hpp): as int16 pairs, as
+  // unsigned x signed byte quads (x86 vpdpbusd) or as signed byte quads (AArch64
+  // sdot); the generator sets it from the target.
+  enum class int8_form { pairs, unsigned_quads, signed_quads };
+  int8_form int8_products = int8_form::pairs;
+  // Whether a contraction of an int8 input `x` sums byte quads: unsigned quads
+  // need the weight's sums (`w_sums`) for their correction.
+  bool int8_quads(const Halide::Type& x, const void* w_sums) const {
+    return x == Halide::Int(8) && (int8_products == int8_form::signed_quads ||
+                                   (int8_products == int8_form::unsigned_quads && w_sums != nullptr));
+  }
+  // The stage an int8 GEMM input is stored in, zero-padded, for this form of its
+  // products: <x>_u8_padded, <x>_padded (signed quads) or <x>_i16_padded.
+  std::string int8_padded_stage(const std::string& x) const {
+    return x + (int8_products == int8_form::unsigned_quads ? "_u8_padded"
+                : int8_products == int8_form::signed_quads ? "_padded"
+                                                           : "_i16_padded");
+  }
 
   // ---- binding --------------------------------------------------------------------
 
@@ -327,6 +342,8 @@ private:
   }
   lowered int8_as_int16(const lowered& l);
   lowered int8_as_uint8(const lowered& l);
+  lowered int8_quad_operand(const lowered& l);
+  Halide::Expr int8_quad_start(const Halide::Expr& w_sum) const;
   std::string stage_name_of(const lowered& l) const;
   template <class Args> void build(const op::transpose&, lowered& r, std::vector<lowered>& a, const Args&) {
     r.f(vars(r)) = call(a[0]);

@@ -44,10 +44,11 @@ inline Halide::Expr lowering::at_panel_lanes(const lowered& per_output, const st
 // - bfloat16 (groups of two inputs): each pair's two products (exact in
 //   float32) summed into the lane's float32 sum (vdpbf16ps), one input pair
 //   per step broadcast against the panel's 16 weight pairs;
-// - int8 quads (int8_quads, given the weight's sums `w_sums`): the input's
+// - int8 unsigned quads (given the weight's sums `w_sums`): the input's
 //   bytes offset to unsigned (x + 128, stage <x>_u8_padded) times the weight's,
 //   4 per lane (vpdpbusd), from -128 x the lane's weight sum, as
-//   build_dot_product_contract's quads;
+//   build_dot_product_contract's quads; signed quads (sdot): the input's bytes
+//   as they are (stage <x>_padded), from 0;
 // - int8 pairs: int16 products summed in pairs (pmaddwd) into stage
 //   <name>_pairs (pair, lane, panel, ...), whose two pairs are added once at
 //   the end: the panel's lanes never cross.
@@ -79,7 +80,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     if (d != out0)
       rest.push_back(d);
   const bool floats = w.group == 1, bf16 = w.group == panels::group_inputs(2),
-             quads = !floats && !bf16 && int8_quads && w_sums != nullptr;
+             quads = !floats && !bf16 && int8_quads(x.f.type(), w_sums);
   if (bias && !floats)
     throw std::logic_error(o.name + ": a bfloat16 or int8 contraction takes its bias after its sums (bf16_linear, "
                                     "quantized_linear)");
@@ -106,7 +107,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     at_w.push_back(var(w.dims[d]));
   for (const auto& d : rest)
     rows.push_back(var(d));
-  const lowered source = quads ? int8_as_uint8(x) : whole_groups ? x : int8_as_int16(x);
+  const lowered source = quads ? int8_quad_operand(x) : whole_groups ? x : int8_as_int16(x);
   const lowered padded = floats ? source : zero_padded(source, inputs[0]);
   const Expr xv = call(padded, at_x), wv = w.stored(at_w);
   std::vector<Expr> lanes{lane, panel};
@@ -119,7 +120,7 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
     sums(lanes) = 0.0f;
     sums(lanes) += Halide::cast<float>(xv) * Halide::cast<float>(wv);
   } else if (quads) {
-    sums(lanes) = -128 * at_panel_lanes(*w_sums, out0, panel, lane);
+    sums(lanes) = int8_quad_start(w_sums ? at_panel_lanes(*w_sums, out0, panel, lane) : Halide::Expr(0));
     sums(lanes) += Halide::cast<int32_t>(Halide::widening_mul(xv, wv));
   } else {
     sums(lanes) = pair_sums(o.name, pair, lanes, xv, wv);

@@ -44,12 +44,24 @@ inline lowered lowering::int8_as_uint8(const lowered& l) {
   return {offset, l.dims};
 }
 
+// The input operand of byte quads: x + 128 as unsigned bytes (vpdpbusd's
+// unsigned x signed), or x as it is (sdot's signed x signed).
+inline lowered lowering::int8_quad_operand(const lowered& l) {
+  return int8_products == int8_form::unsigned_quads ? int8_as_uint8(l) : l;
+}
+// Byte quads' sums start at -128 x the weight's sum for the unsigned form (the
+// products' excess 128 x w), at 0 for the signed one.
+inline Halide::Expr lowering::int8_quad_start(const Halide::Expr& w_sum) const {
+  return int8_products == int8_form::unsigned_quads ? -128 * w_sum : Halide::Expr(0);
+}
+
 // Dot products of int8 or bfloat16 operands. int8 x int8 sums exactly in int32
 // (which holds 2^31 / (255 x 127) = 66000 products: any reduction a model has),
 // in one of two forms Halide's x86 backend turns into dot-product instructions
 // when the schedule vectorises groups of the reduction:
 // - pairs: int16 x int16 -> int32, pmaddwd (vpdpwssd with avx512_zen4);
-// - quads (`int8_quads`, given the weight's sums: int8_contract): unsigned x
+// - unsigned quads (`int8_form::unsigned_quads`, given the weight's sums:
+//   int8_contract): unsigned x
 //   signed bytes, vpdpbusd (64 products per instruction with AVX-512, twice the
 //   pairs' and no widening). The inputs are the unsigned operand: x + 128
 //   (int8_as_uint8), in [1, 255], so every product fits vpdpbusd's int16
@@ -59,6 +71,8 @@ inline lowered lowering::int8_as_uint8(const lowered& l) {
 //   same integers as the pairs. The weights stay as they are stored, so the
 //   loop reads them with no conversion, and the correction is a load per output
 //   tile instead of a sum per input row.
+// - signed quads (`int8_form::signed_quads`): signed x signed bytes, AArch64's
+//   sdot (16 products per instruction: 4 lanes of 4), no correction;
 // bfloat16 x bfloat16 is a float32 product (exact: 8 x 8 significant bits)
 // summed in float32, the form it turns into vdpbf16ps. The innermost reduced
 // dimension runs over whole blocks of `dot_product_block`, the operands reading
@@ -75,14 +89,14 @@ inline void lowering::build_dot_product_contract(const op::contract& o, lowered&
   const std::vector<std::string> reduced = reduced_dims(r, a[0], a[1]);
   const std::string inner = reduced.at(0);
   const auto at = contraction_domain(o.name, r, a[0], a[1], dot_product_block);
-  const bool quads = int8_quads && w_sums != nullptr && a[0].f.type() == Halide::Int(8);
-  const Halide::Expr x = call(zeros_past(quads ? int8_as_uint8(a[0]) : int8_as_int16(a[0]), inner), at),
+  const bool quads = int8_quads(a[0].f.type(), w_sums);
+  const Halide::Expr x = call(zeros_past(quads ? int8_quad_operand(a[0]) : int8_as_int16(a[0]), inner), at),
                      w = call(zeros_past(a[1], inner), at);
   if (x.type().is_bfloat()) {
     r.f(vars(r)) = 0.0f;
     r.f(vars(r)) += Halide::cast<float>(x) * Halide::cast<float>(w);
   } else if (quads) {
-    r.f(vars(r)) = -128 * call(*w_sums);
+    r.f(vars(r)) = int8_quad_start(w_sums ? call(*w_sums) : Halide::Expr(0));
     r.f(vars(r)) += Halide::cast<int32_t>(Halide::widening_mul(x, w));
   } else {
     r.f(vars(r)) = 0;

@@ -28,11 +28,16 @@ namespace halformer::schedules {
 
 enum class family { cpu, gpu };
 inline family family_of(const Halide::Target& t) { return t.has_gpu_feature() ? family::gpu : family::cpu; }
-// int8 x int8 dot products as unsigned x signed byte quads (dsl::lowering's
-// int8_quads): Halide 21 emits vpdpbusd for its avx512_zen4 feature set (the
-// avx512_vnni kernel ISA) only.
-inline bool int8_quads(const Halide::Target& t) {
-  return family_of(t) == family::cpu && t.has_feature(Halide::Target::AVX512_Zen4);
+// How int8 x int8 dot products sum (dsl::lowering::int8_form): Halide 21 emits
+// vpdpbusd from unsigned x signed byte quads for its avx512_zen4 feature set
+// (the avx512_vnni kernel ISA) only, and sdot from signed ones with arm_dot_prod.
+inline dsl::lowering::int8_form int8_products(const Halide::Target& t) {
+  using form = dsl::lowering::int8_form;
+  if (family_of(t) != family::cpu)
+    return form::pairs;
+  if (t.has_feature(Halide::Target::AVX512_Zen4))
+    return form::unsigned_quads;
+  return t.arch == Halide::Target::ARM && t.has_feature(Halide::Target::ARMDotProd) ? form::signed_quads : form::pairs;
 }
 
 // A kernel's output Func and the DSL stage it holds (the top of its expression).

@@ -33,7 +33,8 @@ struct knob_decl {
   knob_phase phase = knob_phase::any; // the calls it changes (shape_buckets.hpp)
 };
 
-// The knob-file section a target reads: its widest x86 vector ISA, or its GPU API.
+// The knob-file section a target reads: its widest x86 vector ISA, "neon" on
+// AArch64 (schedules/knobs/arm-64.json), or its GPU API.
 inline std::string isa_class(const Halide::Target& t) {
   if (t.has_feature(Halide::Target::CUDA))
     return "cuda";
@@ -45,6 +46,8 @@ inline std::string isa_class(const Halide::Target& t) {
     return "avx2";
   if (t.has_feature(Halide::Target::SSE41))
     return "sse41";
+  if (t.arch == Halide::Target::ARM && t.bits == 64)
+    return "neon";
   return "generic";
 }
 

@@ -18,6 +18,7 @@
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/buckets.hpp"
 #include "halformer/schedules/cpu/lanes.hpp"
+#include "halformer/schedules/cpu/registers.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -169,7 +170,7 @@ inline void attention_direct(const dsl::lowering& ctx, Halide::Func out, int vec
                              const std::vector<std::pair<Halide::Expr, int>>& fixed_dk, const Halide::Target& target,
                              const knob_values& k, const bucket_scope& in) {
   using namespace Halide;
-  const direct_attention a{ctx, in, vec, target.has_feature(Target::AVX512) ? 32 : 16, k["decode_heads"]};
+  const direct_attention a{ctx, in, vec, vector_registers(target), k["decode_heads"]};
   const RDom rl = ctx.rdom("attention_direct_lanes"), rk = ctx.rdom("attention_direct_keys");
   const Expr own = ctx.attention_own_rows();
   for (const char* n : {"scores", "lane_max", "max", "p", "lane_sum", "sum", "out"})
@@ -368,7 +369,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
   in(out).specialize(ctx.extent("t") >= qt).split(t, to, ti, qt, TailStrategy::ShiftInwards);
   in(out).split(t, to, ti, 1);
 
-  const chunked_attention chunked{ctx, out, vec, target.has_feature(Target::AVX512) ? 32 : 16, chunk, qt, fixed_dk, in};
+  const chunked_attention chunked{ctx, out, vec, vector_registers(target), chunk, qt, fixed_dk, in};
   chunked.keys_and_logits();
   if (k["softmax_lanes"] > 0)
     chunked.rows();

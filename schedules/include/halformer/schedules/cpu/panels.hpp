@@ -35,6 +35,7 @@
 
 #include "halformer/schedules/buckets.hpp"
 #include "halformer/schedules/cpu/lanes.hpp"
+#include "halformer/schedules/cpu/registers.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
 
 #include <algorithm>
@@ -99,10 +100,6 @@ inline panel_sums_kind panel_sums_of(const dsl::lowering& ctx, const std::string
 inline int panel_registers(const Halide::Target& target, panel_sums_kind kind) {
   const int per_panel = dsl::panels::lanes / target.natural_vector_size<int32_t>();
   return kind == panel_sums_kind::pairs ? 2 * per_panel : per_panel;
-}
-
-inline int vector_registers(const Halide::Target& target) {
-  return target.has_feature(Halide::Target::AVX512) ? 32 : 16;
 }
 
 // Whether a tile whose (panel, row) sums take `v` registers each fits the

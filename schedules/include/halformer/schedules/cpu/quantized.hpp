@@ -91,8 +91,9 @@ struct int8_inputs {
     step_max.compute_at(step, row_in_task());
     reduction_in_lanes(step_max, ctx.rdom(name + "_step"), vec, 1).compute_at(step, row_in_task());
     // The int8 values inline into their stored copy, zero-padded: offset to
-    // unsigned bytes for the quads, widened to int16 for the pairs (lower_quantize.hpp).
-    rows_at_root(ctx.stage(name + (ctx.int8_quads ? "_u8_padded" : "_i16_padded")), target);
+    // unsigned bytes for vpdpbusd's quads, as they are for sdot's, widened to
+    // int16 for the pairs (lower_quantize.hpp).
+    rows_at_root(ctx.stage(ctx.int8_padded_stage(name)), target);
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root, the
