@@ -1,12 +1,15 @@
 # The AArch64 build (cmake/arm64: kernels, runtime, CLI and tests, cross-compiled
 # with this build's generator) in build/arm64, target `arm64`, when Debian's
 # g++-aarch64-linux-gnu and its arm64 libraries are installed (scripts/setup.sh
-# installs them). Its programs run under qemu-aarch64 (HALFORMER_QEMU_AARCH64),
-# whose arm64 glibc comes from the multiarch packages (libc6:arm64).
+# installs them, and unpacks Debian's arm64 SentencePiece into
+# HALFORMER_ARM64_DEPS, as its amd64 and arm64 packages conflict). Its programs
+# run under qemu-aarch64 (HALFORMER_QEMU_AARCH64), whose arm64 glibc comes from
+# the multiarch packages (libc6:arm64).
 find_program(HALFORMER_AARCH64_CXX aarch64-linux-gnu-g++)
 find_program(HALFORMER_QEMU_AARCH64 qemu-aarch64)
+set(HALFORMER_ARM64_DEPS ${CMAKE_BINARY_DIR}/arm64-deps CACHE PATH "Debian's arm64 SentencePiece, unpacked")
 set(arm64_default OFF)
-if (HALFORMER_AARCH64_CXX AND EXISTS /usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc)
+if (HALFORMER_AARCH64_CXX AND EXISTS ${HALFORMER_ARM64_DEPS}/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc)
   set(arm64_default ON)
 endif ()
 option(HALFORMER_ARM64 "Cross-build the AArch64 kernels, runtime, CLI and tests (build/arm64)" ${arm64_default})
@@ -22,7 +25,7 @@ if (HALFORMER_ARM64)
                -DBoost_DIR=${Boost_DIR} -DHALFORMER_SOURCE_DIR=${CMAKE_SOURCE_DIR}
                -DHALFORMER_GENERATOR=$<TARGET_FILE:halformer.generators>
                -DHALFORMER_BUILD_KNOB_FILE=${HALFORMER_ARM64_KNOB_FILE}
-               -DHALFORMER_BUILT_FIXTURES=${CMAKE_BINARY_DIR}/fixtures
+               -DHALFORMER_BUILT_FIXTURES=${CMAKE_BINARY_DIR}/fixtures -DHALFORMER_ARM64_DEPS=${HALFORMER_ARM64_DEPS}
     BUILD_ALWAYS ON
     USES_TERMINAL_BUILD ON # its progress as it goes
     INSTALL_COMMAND ""

@@ -19,7 +19,7 @@ apt_packages=(
   libsentencepiece-dev                 # MarianMT tokenizers (halformer translate)
   python3-venv                         # the reference venv below
   g++-aarch64-linux-gnu qemu-user      # the AArch64 build (build/arm64), its tests under qemu
-  libsentencepiece-dev:arm64 libfmt-dev:arm64   # its runtime's and CLI's libraries (multiarch)
+  libfmt-dev:arm64                     # its CLI's fmt, and arm64 glibc for qemu (multiarch)
 )
 
 need_apt=0
@@ -57,6 +57,15 @@ if ! .venv-ref/bin/python -c "import transformers, sentencepiece, torch, ctransl
   echo "== venv: .venv-ref (transformers over Debian's torch)"
   /usr/bin/python3 -m venv --system-site-packages .venv-ref
   .venv-ref/bin/pip install -q --disable-pip-version-check -r scripts/requirements-reference.txt
+fi
+# SentencePiece for the AArch64 build: Debian's arm64 packages unpacked into
+# $build/arm64-deps (they cannot be installed beside the amd64 ones).
+arm64_deps="$build/arm64-deps"
+if [[ ! -e $arm64_deps/usr/lib/aarch64-linux-gnu/libsentencepiece.so ]] && dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "== AArch64 build: unpacking Debian's arm64 SentencePiece into $arm64_deps"
+  mkdir -p "$arm64_deps/debs"
+  (cd "$arm64_deps/debs" && apt-get download -qq libsentencepiece0:arm64 libsentencepiece-dev:arm64 2>/dev/null)
+  for deb in "$arm64_deps"/debs/*.deb; do dpkg-deb -x "$deb" "$arm64_deps"; done
 fi
 halide_dir=$(.venv/bin/python -c "import halide; print(halide.install_dir())")
 echo "== Halide $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("halide"))') at $halide_dir"

@@ -41,19 +41,9 @@ public:
   // sdot); the generator sets it from the target.
   enum class int8_form { pairs, unsigned_quads, signed_quads };
   int8_form int8_products = int8_form::pairs;
-  // Whether a contraction of an int8 input `x` sums byte quads: unsigned quads
-  // need the weight's sums (`w_sums`) for their correction.
-  bool int8_quads(const Halide::Type& x, const void* w_sums) const {
-    return x == Halide::Int(8) && (int8_products == int8_form::signed_quads ||
-                                   (int8_products == int8_form::unsigned_quads && w_sums != nullptr));
-  }
-  // The stage an int8 GEMM input is stored in, zero-padded, for this form of its
-  // products: <x>_u8_padded, <x>_padded (signed quads) or <x>_i16_padded.
-  std::string int8_padded_stage(const std::string& x) const {
-    return x + (int8_products == int8_form::unsigned_quads ? "_u8_padded"
-                : int8_products == int8_form::signed_quads ? "_padded"
-                                                           : "_i16_padded");
-  }
+  // Whether an int8 input's GEMM sums byte quads, its stored input (lower_quantize.hpp).
+  bool int8_quads(const Halide::Type& x, const void* w_sums) const;
+  std::string int8_padded_stage(const std::string& x) const;
 
   // ---- binding --------------------------------------------------------------------
 

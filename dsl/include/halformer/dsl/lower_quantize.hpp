@@ -44,6 +44,20 @@ inline lowered lowering::int8_as_uint8(const lowered& l) {
   return {offset, l.dims};
 }
 
+// Whether a contraction of an int8 input `x` sums byte quads: unsigned quads
+// need the weight's sums (`w_sums`) for their correction.
+inline bool lowering::int8_quads(const Halide::Type& x, const void* w_sums) const {
+  return x == Halide::Int(8) && (int8_products == int8_form::signed_quads ||
+                                 (int8_products == int8_form::unsigned_quads && w_sums != nullptr));
+}
+// The stage an int8 GEMM input is stored in, zero-padded, for this form of its
+// products: <x>_u8_padded, <x>_padded (signed quads) or <x>_i16_padded.
+inline std::string lowering::int8_padded_stage(const std::string& x) const {
+  return x + (int8_products == int8_form::unsigned_quads ? "_u8_padded"
+              : int8_products == int8_form::signed_quads ? "_padded"
+                                                         : "_i16_padded");
+}
+
 // The input operand of byte quads: x + 128 as unsigned bytes (vpdpbusd's
 // unsigned x signed), or x as it is (sdot's signed x signed).
 inline lowered lowering::int8_quad_operand(const lowered& l) {
