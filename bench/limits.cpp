@@ -1,7 +1,7 @@
 // Machine limits: the FP32 FMA peak (an FMA-chain microbenchmark, AVX-512 and
-// AVX2), the AVX-512 dot-product peaks of the bfloat16 and int8 GEMMs
-// (vdpbf16ps, vpdpbusd), memory bandwidth (STREAM-style triad and a read-only sum over arrays far
-// larger than the caches), with `--threads` threads. Prints JSON.
+// AVX2), the dot-product peaks of the bfloat16 and int8 GEMMs (AVX-512's
+// vdpbf16ps and vpdpbusd, AMX's tdpbf16ps and tdpbusd), memory bandwidth (STREAM-style triad and a read-only sum over
+// arrays far larger than the caches), with `--threads` threads. Prints JSON.
 #include "halformer/timing.hpp"
 
 #include "halformer/machine.hpp"
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     const double peak = halformer::machine::fma_peak_gflops(isa, threads);
     j["fma_peak_gflops"][isa] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
   }
-  for (const char* kind : {"bf16", "int8"}) {
+  for (const char* kind : {"bf16", "int8", "amx_bf16", "amx_int8"}) {
     const double peak = halformer::machine::dot_peak_gops(kind, threads);
     j["dot_peak_gops"][kind] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
   }

@@ -76,6 +76,9 @@ def machine_section(a, res, isa_cap):
          f"| bfloat16 dot-product peak (vdpbf16ps) | {fmt_peak(lim.get('dot_peak_gops', {}).get('bf16'))} |",
          f"| int8 dot-product peak (vpdpbusd) | "
          f"{fmt_peak(lim.get('dot_peak_gops', {}).get('int8')).replace('GFLOP/s', 'G int8 ops/s')} |",
+         f"| AMX bfloat16 peak (tdpbf16ps) | {fmt_peak(lim.get('dot_peak_gops', {}).get('amx_bf16'))} |",
+         f"| AMX int8 peak (tdpbusd) | "
+         f"{fmt_peak(lim.get('dot_peak_gops', {}).get('amx_int8')).replace('GFLOP/s', 'G int8 ops/s')} |",
          f"| memory bandwidth, triad | {lim['bandwidth_gbps']['triad']:.1f} GB/s |",
          f"| memory bandwidth, read | {lim['bandwidth_gbps']['read']:.1f} GB/s |",
          f"| last-level cache; bytes read through (probe, rotations) | {mib(lim, 'last_level_cache_bytes')}; "

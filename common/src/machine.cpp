@@ -2,15 +2,19 @@
 #include "halformer/machine.hpp"
 
 #if defined(__x86_64__)
+#include "amx.h"
+
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -157,11 +161,67 @@ __attribute__((target("avx512f,avx512vnni"))) void dot_vnni(long iters, float* s
   *sink = float(_mm512_reduce_add_epi32(s));
 }
 
+// AMX: four accumulator tiles of 16 x 16 32-bit sums, each a tile multiply per
+// iteration from two A and two B tiles of 16 rows x 64 bytes (palette 1: 8 tiles
+// of at most 16 rows x 64 bytes). tdpbusd: 16 x 16 x 64 u8 x s8 products;
+// tdpbf16ps: 16 x 16 x 32 bfloat16 ones.
+struct alignas(64) tile_config {
+  unsigned char palette = 1, start_row = 0, reserved[14] = {};
+  unsigned short bytes_per_row[16] = {};
+  unsigned char rows[16] = {};
+};
+__attribute__((target("amx-tile"))) void configure_tiles(const void* operand) {
+  tile_config c;
+  for (int i = 0; i < 8; ++i)
+    c.bytes_per_row[i] = 64, c.rows[i] = 16;
+  __asm__ volatile("" : : "r"(&c) : "memory"); // GCC 12 drops the stores ldtilecfg reads otherwise
+  _tile_loadconfig(&c);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+}
+__attribute__((target("amx-tile"))) void release_tiles(float* sink) {
+  alignas(64) float out[256];
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink = out[0];
+}
+__attribute__((target("amx-tile,amx-int8"))) void amx_int8(long iters, float* sink) {
+  alignas(64) std::uint8_t operand[16 * 64];
+  std::fill(std::begin(operand), std::end(operand), std::uint8_t(1));
+  configure_tiles(operand);
+  for (long n = 0; n < iters; ++n) { // (intrinsics that are statements)
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  release_tiles(sink);
+}
+__attribute__((target("amx-tile,amx-bf16"))) void amx_bf16(long iters, float* sink) {
+  alignas(64) std::uint16_t operand[16 * 32];
+  std::fill(std::begin(operand), std::end(operand), std::uint16_t(0x3f80)); // 1.0
+  configure_tiles(operand);
+  for (long n = 0; n < iters; ++n) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  release_tiles(sink);
+}
+
 // The best of three rounds of `loop` on `threads` threads, in G operations/s.
-double best_rate(void (*loop)(long, float*), double ops_per_iteration, int threads) {
+// A vector loop's iteration takes ~16 cycles, an AMX one (four tile multiplies) ~64.
+constexpr long vector_iterations = 20'000'000, amx_iterations = 2'000'000;
+double best_rate(void (*loop)(long, float*), double ops_per_iteration, int threads, long iters = vector_iterations) {
   if (threads <= 0)
     threads = online_cpus();
-  const long iters = 20'000'000;
   double best = 0;
   for (int round = 0; round < 3; ++round) {
     std::vector<std::thread> pool;
@@ -190,6 +250,10 @@ double dot_peak_gops(const std::string& kind, int threads) {
     return __builtin_cpu_supports("avx512bf16") ? best_rate(dot_bf16, 16 * 16 * 2 * 2, threads) : 0;
   if (kind == "int8")
     return __builtin_cpu_supports("avx512vnni") ? best_rate(dot_vnni, 16 * 16 * 4 * 2, threads) : 0;
+  if (kind == "amx_bf16")
+    return halformer_amx_usable() ? best_rate(amx_bf16, 4 * 16 * 16 * 32 * 2, threads, amx_iterations) : 0;
+  if (kind == "amx_int8")
+    return halformer_amx_usable() ? best_rate(amx_int8, 4 * 16 * 16 * 64 * 2, threads, amx_iterations) : 0;
   return 0;
 }
 #else

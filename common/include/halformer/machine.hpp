@@ -61,9 +61,10 @@ std::string opencl_device();
 // `threads` threads (0: all); 0 when this CPU cannot run that ISA.
 double fma_peak_gflops(const std::string& isa, int threads);
 
-// The measured AVX-512 dot-product peak (G operations/s, a multiply-add counted
-// as two) of `kind`: "bf16" (vdpbf16ps, AVX-512 BF16) or "int8" (vpdpbusd,
-// AVX-512 VNNI), with `threads` threads (0: all); 0 when this CPU lacks it.
+// The measured dot-product peak (G operations/s, a multiply-add counted as two)
+// of `kind`: "bf16" (vdpbf16ps, AVX-512 BF16), "int8" (vpdpbusd, AVX-512 VNNI),
+// "amx_bf16" (tdpbf16ps) or "amx_int8" (tdpbusd, AMX tiles), with `threads`
+// threads (0: all); 0 when this CPU (or, for AMX, the OS) lacks it.
 double dot_peak_gops(const std::string& kind, int threads);
 
 } // namespace halformer::machine
