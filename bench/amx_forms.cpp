@@ -9,6 +9,8 @@
 //   non-tile value").
 // - packed: the kernels' 4-D weight, each panel copied (64-byte rows) into a
 //   3-D buffer once per block of `--block` row tiles, which the tiles read.
+// - flattened: the kernels' 4-D weight copied whole into the 3-D view once per
+//   call (at root, in parallel), then read as panel_view reads it.
 // One accumulator tile per allocation (16 rows x 16 outputs), the reduction in
 // steps of 64 bytes; rows outermost in parallel blocks. JIT-compiled; int8 is
 // u8 x s8 -> s32 (vpdpbusd's and the int8 kernels' form), bfloat16 -> float32.
@@ -121,6 +123,22 @@ Callable packed_form(const shape& s, bool bf16, int block, const Target& t) {
   return out.compile_to_callable({x, w}, t);
 }
 
+Callable flattened_form(const shape& s, bool bf16, const Target& t) {
+  ImageParam x(bf16 ? BFloat(16) : UInt(8), 2, "x"), w(bf16 ? BFloat(16) : Int(8), 4, "w");
+  const int g = bf16 ? 2 : 4, groups = s.inputs / g;
+  Func flat("flat");
+  Var m("m"), lane("lane"), at("at"), ml("ml");
+  flat(m, lane, at) = w(m, lane, at % groups, at / groups);
+  Func out;
+  Var ro;
+  tile_gemm(
+      x, s, bf16, [&](Expr k, Var l, Var p) { return flat(k % g, l, k / g + p * groups); }, false, out, ro);
+  out.parallel(ro);
+  flat.compute_root().fuse(m, lane, ml).vectorize(ml).parallel(at, 64);
+  w.dim(1).set_stride(g).dim(2).set_stride(lanes * g);
+  return out.compile_to_callable({x, w}, t);
+}
+
 // The largest |error| over sampled outputs against a float64 reference, and
 // the bound it must stay under: 0 for int8 (exact), float32 rounding of the
 // sums of |products| for bfloat16 (whose products are exact in float32).
@@ -141,6 +159,43 @@ std::pair<double, double> verify(const operands& o, const Buffer<>& out, const s
       bound = std::max(bound, bf16 ? magnitude * s.inputs * 0x1p-24 : 0.0);
     }
   return {worst, bound};
+}
+
+// Each form of one GEMM, interleaved, verified, appended to j["results"].
+void measure_forms(const shape& s, bool bf16, int block, int samples, const Target& t, nlohmann::json& j) {
+  operands o = random_operands(s, bf16);
+  Buffer<> view(o.w.type(), o.w.data(), {o.group, lanes, s.inputs / o.group * s.panels()});
+  Buffer<> out(bf16 ? Float(32) : Int(32), {lanes, s.panels(), s.rows});
+  struct form {
+    const char* name;
+    Callable code;
+    const Buffer<>& weights;
+  };
+  std::vector<form> forms{{"panel_view", panel_view_form(s, bf16, t), view},
+                          {"packed", packed_form(s, bf16, block, t), o.w},
+                          {"flattened", flattened_form(s, bf16, t), o.w}};
+  std::vector<std::function<void()>> calls;
+  for (form& f : forms)
+    calls.push_back([&] { f.code(o.x, f.weights, out); });
+  const auto times = halformer::timing::interleaved(calls, samples, 20);
+  const double ops = 2.0 * s.rows * s.inputs * s.outputs, peak = j["peak_gops"][bf16 ? "amx_bf16" : "amx_int8"];
+  for (std::size_t f = 0; f < forms.size(); ++f) {
+    calls[f]();
+    const auto [error, bound] = verify(o, out, s, bf16);
+    if (error > bound)
+      throw std::runtime_error(std::string("bench_amx_forms: ") + forms[f].name + ": wrong results (|error| " +
+                               std::to_string(error) + ")");
+    const double gops = ops / times[f].median_ms / 1e6;
+    j["results"].push_back({{"form", forms[f].name},
+                            {"type", bf16 ? "bf16" : "int8"},
+                            {"rows", s.rows},
+                            {"inputs", s.inputs},
+                            {"outputs", s.outputs},
+                            {"time", times[f].to_json()},
+                            {"gops", gops},
+                            {"percent_of_peak", 100 * gops / peak},
+                            {"max_abs_error", error}});
+  }
 }
 
 } // namespace
@@ -179,32 +234,8 @@ int run(int argc, char** argv) {
     const shape s{rows, std::stoi(gemm.substr(0, gemm.find('x'))), std::stoi(gemm.substr(gemm.find('x') + 1))};
     if (s.rows % tile_rows || s.inputs % step_bytes || s.outputs % step_bytes)
       throw std::invalid_argument("bench_amx_forms: --rows must be a multiple of 16, each GEMM's sizes of 64");
-    for (bool bf16 : {false, true}) {
-      operands o = random_operands(s, bf16);
-      Buffer<> view(o.w.type(), o.w.data(), {o.group, lanes, s.inputs / o.group * s.panels()});
-      Buffer<> out(bf16 ? Float(32) : Int(32), {lanes, s.panels(), s.rows});
-      Callable forms[2] = {panel_view_form(s, bf16, t), packed_form(s, bf16, block, t)};
-      const auto times = halformer::timing::interleaved(
-          {[&] { forms[0](o.x, view, out); }, [&] { forms[1](o.x, o.w, out); }}, samples, 20);
-      const double ops = 2.0 * s.rows * s.inputs * s.outputs;
-      for (int f = 0; f < 2; ++f) {
-        forms[f](o.x, f == 0 ? view : o.w, out);
-        const auto [error, bound] = verify(o, out, s, bf16);
-        if (error > bound)
-          throw std::runtime_error("bench_amx_forms: wrong results (|error| " + std::to_string(error) + ")");
-        const double gops = ops / times[f].median_ms / 1e6;
-        const double peak = j["peak_gops"][bf16 ? "amx_bf16" : "amx_int8"];
-        j["results"].push_back({{"form", f == 0 ? "panel_view" : "packed"},
-                                {"type", bf16 ? "bf16" : "int8"},
-                                {"rows", s.rows},
-                                {"inputs", s.inputs},
-                                {"outputs", s.outputs},
-                                {"time", times[f].to_json()},
-                                {"gops", gops},
-                                {"percent_of_peak", 100 * gops / peak},
-                                {"max_abs_error", error}});
-      }
-    }
+    for (bool bf16 : {false, true})
+      measure_forms(s, bf16, block, samples, t, j);
   }
   std::printf("%s\n", j.dump().c_str());
   return 0;
