@@ -38,13 +38,16 @@ struct shape {
   int panels() const { return outputs / lanes; }
 };
 
+// Inputs per 4-byte group of the panels: 4 (int8), 2 (bfloat16).
+int group_of(bool bf16) { return bf16 ? 2 : 4; }
+
 struct operands {
   Buffer<> x, w; // x (inputs, rows); w (member, lane, group, panel)
-  int group;     // inputs per 4-byte group: 4 (int8), 2 (bfloat16)
+  int group;
 };
 
 operands random_operands(const shape& s, bool bf16) {
-  const int g = bf16 ? 2 : 4;
+  const int g = group_of(bf16);
   operands o{Buffer<>(bf16 ? BFloat(16) : UInt(8), {s.inputs, s.rows}),
              Buffer<>(bf16 ? BFloat(16) : Int(8), {g, lanes, s.inputs / g, s.panels()}), g};
   std::mt19937 rng(7);
@@ -59,28 +62,39 @@ operands random_operands(const shape& s, bool bf16) {
   return o;
 }
 
-// sums(lane, panel, row) over a 1-D reduction in 64-byte steps, one AMX tile per
-// (panel, 16 rows), computed in the loop over row tiles (`rows_inner`) or over
-// panels; `weight(k, lane, panel)` reads the weights as the form does.
+// A form's inputs: x (inputs, rows) and the weight, of rank 3 (the panel view)
+// or 4 (the kernels' panels), with the panels' constant strides (the tile
+// matcher needs them).
+struct inputs {
+  ImageParam x, w;
+  inputs(bool bf16, int weight_rank)
+      : x(bf16 ? BFloat(16) : UInt(8), 2, "x"), w(bf16 ? BFloat(16) : Int(8), weight_rank, "w") {
+    w.dim(1).set_stride(group_of(bf16)).dim(2).set_stride(lanes * group_of(bf16));
+  }
+  Callable compile(const Func& out, const Target& t) { return Func(out).compile_to_callable({x, w}, t); }
+};
+
+// out(lane, panel, row) = the sums over a 1-D reduction in 64-byte steps, one
+// AMX tile per (panel, 16 rows), computed in the loop over row tiles "ro"
+// (`rows_inner`) or over panels "panel"; `weight(k, lane, panel)` reads the
+// weights as the form does.
 Func tile_gemm(const ImageParam& x, const shape& s, bool bf16, const std::function<Expr(Expr, Var, Var)>& weight,
-               bool rows_inner, Func& out, Var& row_block) {
+               bool rows_inner) {
   const Type acc = bf16 ? Float(32) : Int(32);
   Var lane("lane"), panel("panel"), row("row"), ro("ro"), ri("ri"), rii("rii");
   RDom k(0, s.inputs, "k");
-  Func sums("sums");
+  Func sums("sums"), out("out");
   sums(lane, panel, row) = cast(acc, 0);
   sums(lane, panel, row) += cast(acc, x(k, row)) * cast(acc, weight(k, lane, panel));
-  out = Func("out");
   out(lane, panel, row) = sums(lane, panel, row);
   out.bound(lane, 0, lanes).bound(panel, 0, s.panels()).bound(row, 0, s.rows);
   RVar ko("ko"), ki("ki");
-  const int step = step_bytes / (bf16 ? 2 : 1);
   const Var tile_loop = rows_inner ? ro : panel;
   sums.compute_at(out, tile_loop)
       .store_in(MemoryType::AMXTile)
       .update()
       .split(row, ro, rii, tile_rows)
-      .split(k, ko, ki, step)
+      .split(k, ko, ki, step_bytes / (bf16 ? 2 : 1))
       .reorder(ki, lane, rii, ko, panel, ro)
       .atomic()
       .vectorize(ki)
@@ -88,55 +102,42 @@ Func tile_gemm(const ImageParam& x, const shape& s, bool bf16, const std::functi
       .vectorize(rii);
   sums.compute_at(out, tile_loop).split(row, ro, rii, tile_rows).vectorize(lane).vectorize(rii);
   out.split(row, ro, ri, tile_rows).reorder(lane, ri, panel, ro).vectorize(lane).vectorize(ri);
-  row_block = ro;
-  return sums;
+  return out;
 }
 
 Callable panel_view_form(const shape& s, bool bf16, const Target& t) {
-  const int g = bf16 ? 2 : 4;
-  ImageParam x(bf16 ? BFloat(16) : UInt(8), 2, "x"), w(bf16 ? BFloat(16) : Int(8), 3, "w");
-  Func out;
-  Var ro;
-  tile_gemm(
-      x, s, bf16, [&](Expr k, Var lane, Var panel) { return w(k % g, lane, k / g + panel * (s.inputs / g)); }, false,
-      out, ro);
-  out.parallel(ro); // rows outer: a row tile's inputs stay in L1 while the panels stream from L2
-
-  w.dim(1).set_stride(g).dim(2).set_stride(lanes * g);
-  return out.compile_to_callable({x, w}, t);
+  const int g = group_of(bf16), groups = s.inputs / g;
+  inputs in(bf16, 3);
+  Func out = tile_gemm(
+      in.x, s, bf16, [&](Expr k, Var lane, Var panel) { return in.w(k % g, lane, k / g + panel * groups); }, false);
+  out.parallel(Var("ro")); // rows outer: a row tile's inputs stay in L1 while the panels stream from L2
+  return in.compile(out, t);
 }
 
 Callable packed_form(const shape& s, bool bf16, int block, const Target& t) {
-  ImageParam x(bf16 ? BFloat(16) : UInt(8), 2, "x"), w(bf16 ? BFloat(16) : Int(8), 4, "w");
-  const int g = bf16 ? 2 : 4;
+  const int g = group_of(bf16);
+  inputs in(bf16, 4);
   Func packed("packed");
-  Var m("m"), lane("lane"), group("group"), panel("panel"), ml("ml"), rb("rb");
-  packed(m, lane, group, panel) = w(m, lane, group, panel);
-  Func out;
-  Var ro;
-  tile_gemm(
-      x, s, bf16, [&](Expr k, Var l, Var p) { return packed(k % g, l, k / g, p); }, true, out, ro);
-  const Var out_panel = out.args()[1];
-  out.split(ro, rb, ro, block).reorder(ro, out_panel, rb).parallel(rb);
-  packed.compute_at(out, out_panel).fuse(m, lane, ml).vectorize(ml);
-  w.dim(1).set_stride(g).dim(2).set_stride(lanes * g);
-  return out.compile_to_callable({x, w}, t);
+  Var m("m"), lane("lane"), group("group"), panel("panel"), ml("ml"), rb("rb"), ro("ro");
+  packed(m, lane, group, panel) = in.w(m, lane, group, panel);
+  Func out = tile_gemm(
+      in.x, s, bf16, [&](Expr k, Var l, Var p) { return packed(k % g, l, k / g, p); }, true);
+  out.split(ro, rb, ro, block).reorder(ro, panel, rb).parallel(rb);
+  packed.compute_at(out, panel).fuse(m, lane, ml).vectorize(ml);
+  return in.compile(out, t);
 }
 
 Callable flattened_form(const shape& s, bool bf16, const Target& t) {
-  ImageParam x(bf16 ? BFloat(16) : UInt(8), 2, "x"), w(bf16 ? BFloat(16) : Int(8), 4, "w");
-  const int g = bf16 ? 2 : 4, groups = s.inputs / g;
+  const int g = group_of(bf16), groups = s.inputs / g;
+  inputs in(bf16, 4);
   Func flat("flat");
   Var m("m"), lane("lane"), at("at"), ml("ml");
-  flat(m, lane, at) = w(m, lane, at % groups, at / groups);
-  Func out;
-  Var ro;
-  tile_gemm(
-      x, s, bf16, [&](Expr k, Var l, Var p) { return flat(k % g, l, k / g + p * groups); }, false, out, ro);
-  out.parallel(ro);
+  flat(m, lane, at) = in.w(m, lane, at % groups, at / groups);
+  Func out = tile_gemm(
+      in.x, s, bf16, [&](Expr k, Var l, Var p) { return flat(k % g, l, k / g + p * groups); }, false);
+  out.parallel(Var("ro"));
   flat.compute_root().fuse(m, lane, ml).vectorize(ml).parallel(at, 64);
-  w.dim(1).set_stride(g).dim(2).set_stride(lanes * g);
-  return out.compile_to_callable({x, w}, t);
+  return in.compile(out, t);
 }
 
 // The largest |error| over sampled outputs against a float64 reference, and
