@@ -15,6 +15,7 @@
 // steps of 64 bytes; rows outermost in parallel blocks. JIT-compiled; int8 is
 // u8 x s8 -> s32 (vpdpbusd's and the int8 kernels' form), bfloat16 -> float32.
 // Prints JSON.
+#include "halformer/dsl/panels.hpp"
 #include "halformer/timing.hpp"
 
 #include "halformer/machine.hpp"
@@ -31,7 +32,9 @@ namespace {
 
 using namespace Halide;
 
-constexpr int lanes = 16, tile_rows = 16, step_bytes = 64;
+namespace panels = halformer::dsl::panels;
+// A tile step reads one 64-byte group line of a panel (dsl/panels.hpp).
+constexpr int lanes = panels::lanes, tile_rows = 16, step_bytes = panels::lanes * panels::group_bytes;
 
 struct shape {
   int rows, inputs, outputs;
@@ -39,7 +42,7 @@ struct shape {
 };
 
 // Inputs per 4-byte group of the panels: 4 (int8), 2 (bfloat16).
-int group_of(bool bf16) { return bf16 ? 2 : 4; }
+int group_of(bool bf16) { return panels::group_inputs(bf16 ? 2 : 1); }
 
 struct operands {
   Buffer<> x, w; // x (inputs, rows); w (member, lane, group, panel)
