@@ -125,6 +125,21 @@ def kernel_section(res):
     return L
 
 
+def amx_section(res):
+    """The AMX GEMMs against the same kernels' avx512_vnni code, where the CPU ran AMX."""
+    rows = res.get("amx_vs_vnni") or []
+    if not rows:
+        return []
+    L = ["", "AMX: the int8 and bfloat16 prefill GEMMs with the amx code (tiles) and with "
+         "`HALFORMER_ISA=avx512_vnni` (vpdpbusd, vdpbf16ps), separate processes alternating per kernel and round "
+         "(bench_kernels at the shape, batch 1):", "",
+         "| kernel | S | amx ms | avx512_vnni ms | speed-up |", "|---|---|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['kernel']} | {r['seq']} | {fmt_ms(r['amx'])} | {fmt_ms(r['avx512_vnni'])} | "
+                 f"{r['speedup']:.2f}x |")
+    return L
+
+
 def e2e_sections(a, res):
     """The end-to-end tables: float32, natural lengths, int8."""
     L = []
@@ -223,7 +238,8 @@ def write_charts(a, res, chart):
 
 def write_report(a, res, isa_cap, chart):
     """README.md, kernels.csv, e2e.csv and the SVG charts into a.out."""
-    L = machine_section(a, res, isa_cap) + kernel_section(res) + e2e_sections(a, res) + bf16_section(res)
+    L = machine_section(a, res, isa_cap) + kernel_section(res) + amx_section(res) + e2e_sections(a, res) + \
+        bf16_section(res)
     L += ["", "## Charts", "", "![end to end](e2e.svg)", "", "![end to end, natural lengths](natural.svg)", "",
           "![end to end, int8](int8.svg)", "",
           "![kernels](kernels.svg)", "",

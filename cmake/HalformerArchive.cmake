@@ -12,13 +12,14 @@ add_library(halformer_thread_pool OBJECT ${HALFORMER_SOURCE_DIR}/runtime/kernels
 target_link_libraries(halformer_thread_pool PRIVATE Halide::Runtime)
 set_target_properties(halformer_thread_pool PROPERTIES POSITION_INDEPENDENT_CODE ON)
 # ISA selection: isa.c over the levels of the architecture compiled for.
+set(kernels_c ${HALFORMER_SOURCE_DIR}/runtime/kernels)
 if (CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
   set(isa_arch isa_arm64.c)
 else ()
-  set(isa_arch isa_x86.c)
+  set(isa_arch isa_x86.c amx.c)
 endif ()
-set(kernels_c ${HALFORMER_SOURCE_DIR}/runtime/kernels)
-add_library(halformer_isa STATIC ${kernels_c}/isa.c ${kernels_c}/${isa_arch} ${kernels_c}/device.c ${kernels_c}/errors.c
+list(TRANSFORM isa_arch PREPEND ${kernels_c}/)
+add_library(halformer_isa STATIC ${kernels_c}/isa.c ${isa_arch} ${kernels_c}/device.c ${kernels_c}/errors.c
                                  $<TARGET_OBJECTS:halformer_thread_pool>)
 target_link_libraries(halformer_isa PRIVATE halformer_runtime ${CMAKE_DL_LIBS})
 set_target_properties(halformer_isa PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -8,7 +8,11 @@
 #   code, so only the dot-product kernels (DOT_PRODUCTS in HalformerKernels.cmake)
 #   are compiled for it. Halide 21 gates those instructions on avx512_zen4 even
 #   at 256 bits, so AVX-VNNI without AVX-512 (Alder Lake) gains no target.
+#   amx adds Halide's avx512_sapphirerapids (AMX-INT8, AMX-BF16): the int8 and
+#   bfloat16 GEMMs' tile form at prefill (dsl/lower_amx.hpp); chosen only where
+#   the OS grants the tile state (runtime/kernels/amx.c).
 set(HALFORMER_ISA_TARGETS
+    "amx=x86-64-linux-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_zen4-avx512_sapphirerapids-f16c-fma-sse41"
     "avx512_vnni=x86-64-linux-avx-avx2-avx512-avx512_skylake-avx512_cannonlake-avx512_zen4-f16c-fma-sse41"
     "avx512=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"
     "avx2=x86-64-linux-avx-avx2-f16c-fma-sse41"
@@ -21,7 +25,7 @@ set(HALFORMER_ARM64_ISA_TARGETS
     "arm_dot_prod=arm-64-linux-arm_dot_prod-arm_fp16"
     "neon=arm-64-linux")
 # The ISAs only the dot-product kernels are compiled for.
-set(HALFORMER_DOT_PRODUCT_ISAS avx512_vnni arm_dot_prod)
+set(HALFORMER_DOT_PRODUCT_ISAS amx avx512_vnni arm_dot_prod)
 set(HALFORMER_OPENCL_TARGET_LIST x86-64-linux-sse41-opencl)
 # CUDA: PTX for capabilities 8.6, 8.0 and 7.0 (RTX 30, A100, V100), newest first;
 # newer GPUs JIT the newest.

@@ -60,6 +60,7 @@ public:
       sets.by_bucket.clear(); // GPU schedules have one knob set
     ctx_.estimates = schedules::parse_overrides(estimates);
     ctx_.int8_products = schedules::int8_products(get_target());
+    ctx_.amx_tiles = schedules::amx_tiles(get_target());
     bind_inputs();
     if (!sets.by_bucket.empty() && !(ctx_.has_extent("t") && ctx_.has_extent("batch")))
       throw std::invalid_argument(name + ": the knob file has shape-bucket knobs, but the kernel has no t "

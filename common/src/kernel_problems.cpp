@@ -257,15 +257,20 @@ const std::map<std::string, std::vector<std::string>>& shape_table() {
       {"logits",
        {"d_model=33,vocab=333,t=7,batch=2", "d_model=64,vocab=100,t=1,batch=5", "d_model=17,vocab=47,t=1,batch=1",
         "d_model=40,vocab=333,t=1,batch=7", "d_model=257,vocab=800,t=37,batch=5", "d_model=40,vocab=333,t=1,batch=3",
-        "d_model=40,vocab=333,t=1,batch=70", "d_model=512,vocab=600,t=1,batch=3"}},
+        "d_model=40,vocab=333,t=1,batch=70", "d_model=512,vocab=600,t=1,batch=3",
+        // prefill of >= 64 rows over whole 64-byte steps: the int8 and bfloat16
+        // GEMMs' AMX form (dsl/lower_amx.hpp), 70 rows a shifted last tile; 96
+        // inputs are not whole steps (the vector form)
+        "d_model=128,vocab=333,t=70,batch=2", "d_model=96,vocab=100,t=64,batch=1"}},
       {"ffn",
        {"d_model=33,d_ff=47,t=7,batch=2", "d_model=64,d_ff=128,t=1,batch=5", "d_model=20,d_ff=70,t=1,batch=1",
         "d_model=300,d_ff=333,t=1,batch=9", "d_model=100,d_ff=300,t=37,batch=1", "d_model=260,d_ff=777,t=19,batch=9",
-        "d_model=260,d_ff=777,t=150,batch=1", "d_model=64,d_ff=300,t=1,batch=67", "d_model=256,d_ff=700,t=1,batch=1"}},
+        "d_model=260,d_ff=777,t=150,batch=1", "d_model=64,d_ff=300,t=1,batch=67", "d_model=256,d_ff=700,t=1,batch=1",
+        "d_model=128,d_ff=704,t=80,batch=2"}}, // AMX (both GEMMs' inputs whole 64-byte steps)
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
         "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3",
-        "d_k=64,heads=3,t=1,batch=65", "d_k=64,heads=11,t=1,batch=2"}},
+        "d_k=64,heads=3,t=1,batch=65", "d_k=64,heads=11,t=1,batch=2", "d_k=64,heads=3,t=66,batch=2"}}, // AMX
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",

@@ -2,10 +2,12 @@
  *
  * Every kernel hf_<name>() is declared in its own header hf_<name>.h (included
  * below) and returns 0 or a Halide error code. Each kernel holds code for AVX-512
- * (Skylake set), AVX2+FMA and SSE4.1, the int8 GEMM kernels also for avx512_vnni
- * (AVX-512 with VNNI and BF16 dot products: Zen 4, Sapphire Rapids and later), and
- * runs the most specialised one the CPU supports, unless an ISA is forced: set
- * HALFORMER_ISA=avx512_vnni|avx512|avx2|sse41|auto before
+ * (Skylake set), AVX2+FMA and SSE4.1, the int8 and bfloat16 GEMM kernels also for
+ * avx512_vnni (AVX-512 with VNNI and BF16 dot products: Zen 4, Sapphire Rapids
+ * and later) and amx (that code, plus AMX tiles for prefill of >= 64 rows; chosen
+ * only where the OS grants this process the tile state, which the library asks
+ * Linux for), and runs the most specialised one the CPU supports, unless an ISA
+ * is forced: set HALFORMER_ISA=amx|avx512_vnni|avx512|avx2|sse41|auto before
  * halformer_kernels_init(), or call halformer_force_isa(). A kernel without code
  * for the forced ISA runs the next one below it.
  * An AArch64 library (build-lib --target arm64) has the same functions and
@@ -30,7 +32,7 @@
  * one input's FMAs (float32) multiply (halformer/dsl/panels.hpp, pack()).
  * An int8 GEMM weight <w> comes with <w>_step (float32, one per output: the
  * weight's value is w times it) and <w>_sums (int32, one per output: the sum of
- * that output's int8 values over all its inputs). The avx512_vnni code offsets
+ * that output's int8 values over all its inputs). The avx512_vnni and amx code offsets
  * the quantized inputs by 128 to unsigned bytes and subtracts 128 x <w>_sums
  * from each output's sum, so a wrong sum gives wrong outputs there (the other
  * ISAs do not read it).
@@ -60,15 +62,15 @@ int halformer_kernels_init(void);
  * (halide_set_num_threads). Returns 0, or -1 for a count outside 0..256. */
 int halformer_set_num_threads(int threads);
 
-/* "auto", "avx512_vnni", "avx512", "avx2" or "sse41" (AArch64: "auto",
+/* "auto", "amx", "avx512_vnni", "avx512", "avx2" or "sse41" (AArch64: "auto",
  * "arm_dot_prod" or "neon"). Returns 0, or -1 for another name.
  * Forcing an ISA the CPU lacks falls back to the next one it has. Each kernel
  * chooses its ISA on its first call and keeps it: force before any kernel runs
  * (afterwards a different choice returns -1). */
 int halformer_force_isa(const char* isa);
 
-/* The ISA the kernels run now: "avx512_vnni" (the kernels compiled for it; the
- * others run avx512), "avx512", "avx2" or "sse41"; AArch64: "arm_dot_prod" (the
+/* The ISA the kernels run now: "amx" or "avx512_vnni" (the kernels compiled for
+ * it; the others run avx512), "avx512", "avx2" or "sse41"; AArch64: "arm_dot_prod" (the
  * int8 GEMMs; the others run neon) or "neon". */
 const char* halformer_active_isa(void);
 

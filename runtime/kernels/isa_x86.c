@@ -1,6 +1,8 @@
-/* The x86 ISA levels: sse41, avx2, avx512 (Skylake set) and avx512_vnni
- * (Halide's avx512_zen4 set: VNNI and BF16 dot products), which only the
- * dot-product kernels are compiled for (cmake/targets.cmake). */
+/* The x86 ISA levels: sse41, avx2, avx512 (Skylake set), avx512_vnni
+ * (Halide's avx512_zen4 set: VNNI and BF16 dot products) and amx (that set with
+ * Halide's avx512_sapphirerapids: AMX tiles), which only the dot-product kernels
+ * are compiled for (cmake/targets.cmake). */
+#include "amx.h"
 #include "isa_arch.h"
 
 #include "HalideRuntime.h"
@@ -8,16 +10,17 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AVX512_VNNI = 4 };
+enum { LEVEL_SSE41 = 1, LEVEL_AVX2 = 2, LEVEL_AVX512 = 3, LEVEL_AVX512_VNNI = 4, LEVEL_AMX = 5 };
 #define FEATURE_WORDS ((halide_target_feature_end + 63) / 64)
 
-const int halformer_isa_levels = LEVEL_AVX512_VNNI;
-const char* const halformer_isa_names[] = {"", "sse41", "avx2", "avx512", "avx512_vnni"};
+const int halformer_isa_levels = LEVEL_AMX;
+const char* const halformer_isa_names[] = {"", "sse41", "avx2", "avx512", "avx512_vnni", "amx"};
 
 int halformer_isa_level_of_feature(int f) {
   switch (f) {
-  case halide_target_feature_avx512_cannonlake:
   case halide_target_feature_avx512_sapphirerapids:
+    return LEVEL_AMX;
+  case halide_target_feature_avx512_cannonlake:
   case halide_target_feature_avx512_zen4:
   case halide_target_feature_avx512_zen5:
   case halide_target_feature_avxvnni:
@@ -47,8 +50,11 @@ static int cpu_has_zen4_set(void) {
          __builtin_cpu_supports("avx512ifma") && __builtin_cpu_supports("avx512vbmi");
 }
 
+/* AMX also needs the OS's tile state, which Halide 21's runtime does not check
+ * (nor ask Linux for): amx.c does both. */
 int halformer_isa_feature_usable(int f) {
-  return halformer_isa_level_of_feature(f) != LEVEL_AVX512_VNNI || cpu_has_zen4_set();
+  const int level = halformer_isa_level_of_feature(f);
+  return level < LEVEL_AVX512_VNNI || (cpu_has_zen4_set() && (level < LEVEL_AMX || halformer_amx_usable()));
 }
 
 /* The feature sets of the x86 targets (cmake/targets.cmake), as Halide asks. */
@@ -68,11 +74,14 @@ static void feature_set(int level, uint64_t words[FEATURE_WORDS]) {
     words[halide_target_feature_avx512_cannonlake / 64] |= 1ull << (halide_target_feature_avx512_cannonlake % 64);
     words[halide_target_feature_avx512_zen4 / 64] |= 1ull << (halide_target_feature_avx512_zen4 % 64);
   }
+  if (level >= LEVEL_AMX)
+    words[halide_target_feature_avx512_sapphirerapids / 64] |= 1ull
+                                                               << (halide_target_feature_avx512_sapphirerapids % 64);
 }
 
 int halformer_isa_cpu_has_level(int level) {
   uint64_t words[FEATURE_WORDS];
   feature_set(level, words);
   return halide_default_can_use_target_features(FEATURE_WORDS, words) &&
-         (level != LEVEL_AVX512_VNNI || cpu_has_zen4_set());
+         (level < LEVEL_AVX512_VNNI || cpu_has_zen4_set()) && (level < LEVEL_AMX || halformer_amx_usable());
 }

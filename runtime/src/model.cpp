@@ -357,9 +357,9 @@ std::string Model::kernel_info() {
     throw error(halformer_last_error());
   std::string s = "kernel ISA: ";
   s += halformer_active_isa();
-  s += " (compiled: avx512_vnni for the int8 and bfloat16 GEMMs, avx512, avx2, sse41; HALFORMER_ISA forces one)\nCPU "
-       "supports:";
-  for (const char* isa : {"avx512_vnni", "avx512", "avx2", "sse41"})
+  s += " (compiled: amx and avx512_vnni for the int8 and bfloat16 GEMMs, avx512, avx2, sse41; HALFORMER_ISA forces "
+       "one)\nCPU supports:";
+  for (const char* isa : {"amx", "avx512_vnni", "avx512", "avx2", "sse41"})
     if (halformer_cpu_supports(isa))
       s += std::string(" ") + isa;
 #if HALFORMER_GPU

@@ -44,6 +44,11 @@ public:
   // Whether an int8 input's GEMM sums byte quads, its stored input (lower_quantize.hpp).
   bool int8_quads(const Halide::Type& x, const void* w_sums) const;
   std::string int8_padded_stage(const std::string& x) const;
+  // Whether int8 and bfloat16 GEMMs over panels get an AMX form beside their
+  // vector one (lower_amx.hpp); the generator sets it from the target.
+  bool amx_tiles = false;
+  // The condition GEMM stage `name` takes its AMX sums under; undefined: it has none.
+  Halide::Expr amx_condition(const std::string& name) const;
 
   // ---- binding --------------------------------------------------------------------
 
@@ -265,37 +270,10 @@ private:
         reduced.push_back(d);
     return reduced;
   }
-  // The reduction of a contraction as an RDom registered under the stage's name,
-  // and where each operand's dims sit on it; the innermost reduced dimension runs
-  // over whole blocks of `block`.
+  // The reduction of a contraction, and over whole dims (lower_domains.hpp).
   std::map<std::string, Halide::Expr> contraction_domain(const std::string& name, const lowered& r, const lowered& lhs,
-                                                         const lowered& rhs, int block = 1) {
-    const std::vector<std::string> reduced = reduced_dims(r, lhs, rhs);
-    Halide::Region ranges;
-    for (const auto& d : reduced)
-      ranges.emplace_back(0, ranges.empty() ? (extent(d) + block - 1) / block * block : extent(d));
-    Halide::RDom rd(ranges, name + "_r");
-    std::map<std::string, Halide::Expr> at;
-    for (std::size_t i = 0; i < reduced.size(); ++i)
-      at[reduced[i]] = rd[i];
-    rdoms_[name] = rd;
-    if (block > 1)
-      whole_blocks_[name] = extent(reduced.at(0)) % block == 0;
-    return at;
-  }
-  // An RDom over whole `dims`, registered under `name` (its Halide name
-  // <name>_r), and where each dim sits on it.
-  std::map<std::string, Halide::Expr> reduction_over(const std::string& name, const std::vector<std::string>& dims) {
-    Halide::Region ranges;
-    for (const auto& d : dims)
-      ranges.emplace_back(0, extent(d));
-    Halide::RDom rd(ranges, name + "_r");
-    std::map<std::string, Halide::Expr> at;
-    for (std::size_t i = 0; i < dims.size(); ++i)
-      at[dims[i]] = rd[int(i)];
-    rdoms_[name] = rd;
-    return at;
-  }
+                                                         const lowered& rhs, int block = 1);
+  std::map<std::string, Halide::Expr> reduction_over(const std::string& name, const std::vector<std::string>& dims);
   template <class Args> void build(const op::contract& o, lowered& r, std::vector<lowered>& a, const Args&) {
     const bool has_bias = o.third == op::contract_third::bias;
     if (const panel_input* w = panels_of(a[1])) {
@@ -320,6 +298,10 @@ private:
                             const lowered* bias, const lowered* w_sums);
   Halide::Expr at_panel_lanes(const lowered& per_output, const std::string& out0, const Halide::Var& panel,
                               const Halide::Var& lane);
+  bool takes_amx_form(const panel_input& w, bool quads, bool bf16) const;
+  Halide::Func amx_sums(const std::string& name, const lowered& x, const panel_input& w,
+                        const std::vector<std::string>& rows, const Halide::Expr& stored_panels);
+  std::map<std::string, Halide::Expr> amx_conditions_;
   Halide::Expr pair_sums(const std::string& name, const Halide::Var& pair, const std::vector<Halide::Expr>& lanes,
                          const Halide::Expr& xv, const Halide::Expr& wv);
   lowered zero_padded(const lowered& l, const std::string& dim);
@@ -393,8 +375,10 @@ private:
 
 } // namespace halformer::dsl
 
+#include "halformer/dsl/lower_amx.hpp"
 #include "halformer/dsl/lower_attention.hpp"
 #include "halformer/dsl/lower_bind.hpp"
+#include "halformer/dsl/lower_domains.hpp"
 #include "halformer/dsl/lower_panels.hpp"
 #include "halformer/dsl/lower_quantize.hpp"
 #include "halformer/dsl/lower_rows.hpp"

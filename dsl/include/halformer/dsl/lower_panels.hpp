@@ -127,7 +127,13 @@ inline void lowering::build_panel_contract(const op::contract& o, lowered& r, co
   }
   std::vector<Expr> from{var(out0) % panels::lanes, var(out0) / panels::lanes};
   from.insert(from.end(), rows.begin(), rows.end());
-  r.f(vars(r)) = sums(from);
+  Expr value = sums(from);
+  if (takes_amx_form(w, quads, bf16)) { // lower_amx.hpp: the tiles' sums where its condition holds
+    const Halide::Func amx = amx_sums(o.name, quads ? padded : source, w, rest, stored_panels);
+    value =
+        Halide::select(amx_condition(o.name), quads ? amx(from) + int8_quad_start(call(*w_sums)) : amx(from), value);
+  }
+  r.f(vars(r)) = value;
 }
 
 } // namespace halformer::dsl

@@ -35,6 +35,10 @@ inline constexpr int panel_group = 4; // stored panels: a multiple of this (the 
 // Inputs per output in one group, by the element's size in bytes.
 constexpr int group_inputs(int element_bytes) { return group_bytes / element_bytes; }
 inline constexpr int quad = group_inputs(1); // int8: vpdpbusd's 4 byte products per lane
+// AMX (dsl/lower_amx.hpp): a tile step's bytes of each row (a tile row), and the
+// rows a GEMM needs before it takes the tiles (16 a tile).
+inline constexpr int amx_step_bytes = 64;
+inline constexpr int amx_min_rows = 64;
 
 // The stored dims: two more than the logical weight's.
 inline constexpr int extra_dims = 2;

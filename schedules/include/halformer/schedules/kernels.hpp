@@ -40,6 +40,12 @@ inline dsl::lowering::int8_form int8_products(const Halide::Target& t) {
   return t.arch == Halide::Target::ARM && t.has_feature(Halide::Target::ARMDotProd) ? form::signed_quads : form::pairs;
 }
 
+// Whether the int8 and bfloat16 GEMMs get an AMX form (dsl/lower_amx.hpp): Halide
+// 21 emits tile instructions for its avx512_sapphirerapids feature (the amx ISA).
+inline bool amx_tiles(const Halide::Target& t) {
+  return family_of(t) == family::cpu && t.has_feature(Halide::Target::AVX512_SapphireRapids);
+}
+
 // A kernel's output Func and the DSL stage it holds (the top of its expression).
 struct output {
   std::string stage;

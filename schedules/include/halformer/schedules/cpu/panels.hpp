@@ -34,6 +34,7 @@
 #pragma once
 
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/amx.hpp"
 #include "halformer/schedules/cpu/lanes.hpp"
 #include "halformer/schedules/cpu/registers.hpp"
 #include "halformer/schedules/gemm_stages.hpp"
@@ -351,6 +352,8 @@ inline void panel_gemm(const dsl::lowering& ctx, gemm_stage g, const Halide::Tar
     if (dsl::panels::panel_group % p != 0)
       throw std::invalid_argument("tile_panels and decode_tile_panels must divide the weights' panel group");
   Func sums = ctx.stage(name + "_panels");
+  if (const Expr amx = ctx.amx_condition(name); amx.defined()) // first: the tiles where they apply (cpu/amx.hpp)
+    amx_gemm(ctx, g, name, amx);
   std::vector<std::pair<panel_tile, Expr>> branches;
   const auto tile = [&](int tile_panels, int rows, bool in_decode) {
     return panel_tile{tile_panels, rows, in_decode, panel_pass_lanes(tile_panels, rows, target, kind)};
