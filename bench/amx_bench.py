@@ -6,10 +6,9 @@ import os
 
 def takes_amx(kernel, isa, phase):
     """Whether a kernel's call runs AMX tiles (dsl/lower_amx.hpp): the amx code's int8 and bfloat16 GEMMs of
-    one input dim (not the out projection) at prefill of >= 64 rows (every prefill phase here)."""
+    one input and one output dim (FFN, logits) at prefill of >= 64 rows (every prefill phase here)."""
     dot_product = kernel.endswith("_bf16") or kernel.endswith("_int8")
-    return (isa == "amx" and dot_product and phase.startswith("prefill")
-            and not kernel.startswith("out_projection") and not kernel.startswith("embedding"))
+    return isa == "amx" and dot_product and phase.startswith("prefill") and kernel.startswith(("ffn_", "logits"))
 
 
 def kernel_peak(kernel, isa, phase, limits, fma_peak):
@@ -27,7 +26,7 @@ def kernel_peak(kernel, isa, phase, limits, fma_peak):
 
 # The prefill GEMMs AMX runs (takes_amx), at the shapes of bench_kernels' prefill phases.
 AMX_CASES = [(k + suffix, shape) for suffix in ("_int8", "_bf16")
-             for k, shape in (("qkv_projection", "d_k=64,heads=8"), ("ffn_relu", "d_model=512,d_ff=2048"))]
+             for k, shape in (("ffn_relu", "d_model=512,d_ff=2048"),)]
 
 
 def measure_amx_against_vnni(a, t, kernels, bin_dir, run_json, combine, log):

@@ -270,7 +270,7 @@ const std::map<std::string, std::vector<std::string>>& shape_table() {
       {"heads",
        {"d_k=7,heads=3,t=7,batch=2", "d_k=64,heads=2,t=1,batch=5", "d_k=16,heads=3,t=1,batch=1",
         "d_k=64,heads=5,t=1,batch=9", "d_k=16,heads=7,t=37,batch=2", "d_k=64,heads=5,t=19,batch=3",
-        "d_k=64,heads=3,t=1,batch=65", "d_k=64,heads=11,t=1,batch=2", "d_k=64,heads=3,t=66,batch=2"}}, // AMX
+        "d_k=64,heads=3,t=1,batch=65", "d_k=64,heads=11,t=1,batch=2", "d_k=64,heads=3,t=66,batch=2"}},
       {"attention",
        {"d_k=7,heads=3,t=7,tk=7,batch=2,causal=0", "d_k=64,heads=2,t=5,tk=13,batch=2,causal=1",
         "d_k=64,heads=2,t=1,tk=13,batch=5,causal=1", "d_k=9,heads=1,t=1,tk=1,batch=1,causal=1",
