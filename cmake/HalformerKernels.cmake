@@ -83,6 +83,7 @@ function(halformer_kernel name)
   endforeach ()
   # "" is the CPU library; each GPU API has its own.
   foreach (api IN ITEMS "" ${HALFORMER_GPU_APIS})
+    set(amx_knobs "")
     if (api STREQUAL "")
       if (NOT HALFORMER_CPU)
         continue()
@@ -90,6 +91,7 @@ function(halformer_kernel name)
       set(fn hf_${name})
       halformer_cpu_targets_of(targets ${name})
       set(knobs ${HALFORMER_BUILD_KNOB_FILE})
+      set(amx_knobs amx_knob_file=${HALFORMER_DEFAULT_KNOB_FILE}) # the amx target's (kernel_generator.cpp)
     elseif (ARG_CPU_ONLY)
       set_property(GLOBAL APPEND PROPERTY HALFORMER_CPU_ONLY_KERNELS ${name})
       continue()
@@ -104,7 +106,7 @@ function(halformer_kernel name)
       FUNCTION_NAME ${fn}
       TARGETS ${targets}
       USE_RUNTIME halformer_runtime
-      PARAMS kernel=${name} knob_file=${knobs}
+      PARAMS kernel=${name} knob_file=${knobs} ${amx_knobs}
       DEPENDS ${knobs}
       ${extra})
   endforeach ()

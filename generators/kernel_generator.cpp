@@ -32,6 +32,11 @@ public:
   GeneratorParam<std::string> knob_file{"knob_file", ""};
   // "name:value/..." overrides (the tuner's candidates): one knob set for every shape.
   GeneratorParam<std::string> knobs{"knobs", ""};
+  // The knob file of the amx target (schedules::amx_tiles), instead of knob_file and
+  // knobs: its AMX form is compiled into every branch of the GEMM and pruned where
+  // Halide proves it unused, which some knob sets' tiles defeat ("Found non-tile
+  // operations for AMX tile allocation"); the hand defaults compile.
+  GeneratorParam<std::string> amx_knob_file{"amx_knob_file", ""};
   // "t:128/batch:8/...": extent estimates by dimension (and scalar values by
   // name), for Halide's autoschedulers.
   GeneratorParam<std::string> estimates{"estimates", ""};
@@ -55,7 +60,9 @@ public:
   void generate() {
     const std::string name{interface_.name}, section{interface_.schedule};
     const auto& decls = schedules::knobs_of(section, get_target());
-    auto sets = schedules::load_kernel_knobs(name, section, decls, get_target(), knob_file, knobs);
+    const bool amx = schedules::amx_tiles(get_target()) && !amx_knob_file.value().empty();
+    auto sets = schedules::load_kernel_knobs(name, section, decls, get_target(), amx ? amx_knob_file : knob_file,
+                                             amx ? std::string() : std::string(knobs));
     if (schedules::family_of(get_target()) == schedules::family::gpu)
       sets.by_bucket.clear(); // GPU schedules have one knob set
     ctx_.estimates = schedules::parse_overrides(estimates);
