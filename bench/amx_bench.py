@@ -5,10 +5,11 @@ import os
 
 
 def takes_amx(kernel, isa, phase):
-    """Whether a kernel's call runs AMX tiles (dsl/lower_amx.hpp): the amx code's int8 and bfloat16 GEMMs of
-    one input and one output dim (FFN, logits) at prefill of >= 64 rows (every prefill phase here)."""
+    """Whether a kernel's call runs AMX tiles (dsl/lower_amx.hpp): the amx code's int8 and bfloat16 GEMMs whose
+    weight has one input dim (FFN, logits, Q/K/V projections; not the out projection) at prefill of >= 64
+    rows (every prefill phase here)."""
     dot_product = kernel.endswith("_bf16") or kernel.endswith("_int8")
-    return isa == "amx" and dot_product and phase.startswith("prefill") and kernel.startswith(("ffn_", "logits"))
+    return isa == "amx" and dot_product and phase.startswith("prefill") and kernel.startswith(("ffn_", "logits", "qkv_", "kv_", "q_"))
 
 
 def kernel_peak(kernel, isa, phase, limits, fma_peak):
@@ -26,7 +27,7 @@ def kernel_peak(kernel, isa, phase, limits, fma_peak):
 
 # The prefill GEMMs AMX runs (takes_amx), at the shapes of bench_kernels' prefill phases.
 AMX_CASES = [(k + suffix, shape) for suffix in ("_int8", "_bf16")
-             for k, shape in (("ffn_relu", "d_model=512,d_ff=2048"),)]
+             for k, shape in (("ffn_relu", "d_model=512,d_ff=2048"), ("qkv_projection", "d_k=64,heads=8"))]
 
 
 def measure_amx_against_vnni(a, t, kernels, bin_dir, run_json, combine, log):

@@ -30,13 +30,10 @@ inline Halide::Expr lowering::amx_condition(const std::string& name) const {
 
 // Whether a contraction against `w` summing byte `quads` or `bf16` pairs has an
 // AMX form: the target has the tiles, int8 sums unsigned quads, the weight has
-// one input and one output dim (FFN, logits). Not yet the head projections
-// (their heads a second output dim): their AMX branch also ran for calls of
-// fewer than 64 rows (t = 7, batch 2: a bound check of the tile failed), for a
-// reason not found.
+// one input dim (FFN, logits, the head projections; not the out projection,
+// whose input is (d_k, heads): the tile's reduction is one-dimensional).
 inline bool lowering::takes_amx_form(const panel_input& w, bool quads, bool bf16) const {
-  return amx_tiles && w.inputs == 1 && w.dims.size() == 2 &&
-         (bf16 || (quads && int8_products == int8_form::unsigned_quads));
+  return amx_tiles && w.inputs == 1 && (bf16 || (quads && int8_products == int8_form::unsigned_quads));
 }
 
 // The AMX sums of contraction `name` at (lane, panel, rows...): `x` the stored
