@@ -9,13 +9,15 @@ accents, punctuation the clean-up rewrites (" ." " ,", "n't"), characters neithe
 SentencePiece model has seen (-> <unk>), a leading language code, a special token
 written in the text, extra spaces and an empty line. Greedy and beam 4
 (--length-penalty 1) must give identical text. Invalid UTF-8 must be an error
-naming its line.
+naming its line; a vocab.json id outside the vocabulary (config.json's vocab_size,
+or past an int: 10^12 once wrapped to an id of another token) one naming the piece.
 
 usage: marian_text_parity.py HALFORMER_CLI WORK_DIR
 """
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -130,7 +132,28 @@ def main():
     print(f"invalid UTF-8: exit {out.returncode}, {out.stderr.strip()}")
     if out.returncode == 0 or "input line 2" not in out.stderr or "UTF-8" not in out.stderr:
         failures.append(f"invalid UTF-8 on line 2 was not an error naming the line: {out.stderr!r}")
+    failures += bad_vocabularies(cli, model_dir, input_path, work)
     finish(failures)
+
+
+def bad_vocabularies(cli, model_dir, input_path, work):
+    """vocab.json ids at the vocabulary's size and at 10^12: an error naming the piece, at load."""
+    failures = []
+    with open(os.path.join(model_dir, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    piece = next(p for p in vocab if p not in ("</s>", "<unk>", "<pad>"))
+    for bad_id in (len(vocab), 10**12):
+        bad_dir = os.path.join(work, f"bad_vocab_{bad_id}")
+        shutil.rmtree(bad_dir, ignore_errors=True)
+        shutil.copytree(model_dir, bad_dir)
+        with open(os.path.join(bad_dir, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump({**vocab, piece: bad_id}, f, ensure_ascii=False)
+        out = subprocess.run([cli, "translate", "--model", bad_dir, "--input", input_path], capture_output=True,
+                             text=True)
+        print(f"vocab.json id {bad_id}: exit {out.returncode}, {out.stderr.strip()}")
+        if out.returncode == 0 or piece not in out.stderr or "outside the vocabulary" not in out.stderr:
+            failures.append(f"vocab.json id {bad_id} of {piece!r} was not an error naming it: {out.stderr!r}")
+    return failures
 
 
 if __name__ == "__main__":
