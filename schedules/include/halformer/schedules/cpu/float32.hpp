@@ -27,6 +27,11 @@ struct float32_inputs {
     panel_gemm(ctx, g, target, k, in);
   }
   static void prepare(const dsl::lowering&, const std::string&, const Halide::Target&) {}
+  static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
+                         const knob_values& k, const bucket_scope& in) {
+    hidden.out.compute_root();
+    gemm(ctx, hidden, target, k, in);
+  }
 };
 
 } // namespace halformer::schedules::cpu

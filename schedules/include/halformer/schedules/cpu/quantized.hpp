@@ -36,15 +36,20 @@ constexpr int input_rows_per_task = 16;
 // An input's rows at root, before the GEMM reads them: its features innermost,
 // in row tasks, vectorised along dim 0, the loop over vectors always partitioned
 // (a task of fewer than 16 rows kept its guard inside otherwise, cpu/lanes.hpp).
-// Rows are (t, batch); the out projection's features are (d_k, heads).
+// Rows are (t, batch); the out projection's features are (d_k, heads), stored
+// so too: a row's heads one after another, where in the attention's layout
+// (d_k, t, heads) a row tile's inputs were 8 blocks a head's t x d_k apart,
+// which share cache sets (Zen 4, 2 threads, S = 2048, bench_kernels medians,
+// one round each, within the host's noise: out_projection_int8 1.74 -> 1.58
+// ms, out_projection_bf16 2.87 -> 2.72).
 inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
   using namespace Halide;
-  std::vector<VarOrRVar> order; // the features innermost, in their order, then t and batch
+  std::vector<Var> order; // the features innermost, in their order, then t and batch
   for (const Var& v : values.args())
     if (v.name() != "t" && v.name() != "batch")
       order.push_back(v);
   order.insert(order.end(), {Var("t"), Var("batch")});
-  values.compute_root().reorder(order);
+  values.compute_root().reorder(std::vector<VarOrRVar>(order.begin(), order.end())).reorder_storage(order);
   Var fo("fo"), fi("fi");
   in_row_tasks(values, input_rows_per_task)
       .split(values.args()[0], fo, fi, target.natural_vector_size(values.type()), TailStrategy::GuardWithIf)
@@ -83,6 +88,14 @@ struct int8_inputs {
                    const bucket_scope& in) {
     panel_gemm(ctx, g, target, k, in);
   }
+  // The FFN's hidden layer: at root in float32, then quantized per row (a
+  // row's step needs its whole row, which no tile of the first GEMM holds).
+  static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
+                         const knob_values& k, const bucket_scope& in) {
+    hidden.out.compute_root();
+    gemm(ctx, hidden, target, k, in);
+    prepare(ctx, "proj_x", target);
+  }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     const int vec = target.natural_vector_size<int32_t>();
     Halide::Func step = ctx.stage(name + "_step"), step_max = ctx.stage(name + "_step_max");
@@ -111,6 +124,18 @@ struct bf16_inputs {
   }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     rows_at_root(ctx.stage(name), target);
+  }
+  // The FFN's hidden layer: rounded in the first GEMM's epilogue (its output
+  // stage is the second GEMM's input, proj_x; the activation inlined), so it is
+  // written once, in bfloat16. At root in float32 and rounded in a pass of its
+  // own, it was written, read and written again (S = 2048: 16 MiB of floats).
+  // Zen 4, 2 threads, ffn_relu_bf16 at S = 2048, bench_kernels medians: 22.3
+  // -> 20.3 and 20.9 ms (oneDNN's two bfloat16 matmuls alone, same runs: 19.6, 20.6).
+  static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
+                         const knob_values& k, const bucket_scope& in) {
+    hidden.out = ctx.stage("proj_x");
+    hidden.out.compute_root();
+    gemm(ctx, hidden, target, k, in);
   }
 };
 
@@ -146,16 +171,14 @@ void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, cons
 // GEMM, hidden_* for the first.
 inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(panel_knobs()); }
 
-// x prepared, the first GEMM into the activated hidden layer at root, which is
-// prepared per row for the second.
+// x prepared, the first GEMM into the activated hidden layer, prepared for the
+// second (Inputs::ffn_hidden).
 template <class Inputs>
 void dot_product_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                      const bucket_scope& in) {
   auto [hidden, proj] = ffn_stages(ctx, out);
   Inputs::prepare(ctx, "hidden_x", target);
-  hidden.out.compute_root();
-  Inputs::gemm(ctx, hidden, target, hidden_knobs(k, Inputs::knobs()), in);
-  Inputs::prepare(ctx, "proj_x", target);
+  Inputs::ffn_hidden(ctx, hidden, target, hidden_knobs(k, Inputs::knobs()), in);
   Inputs::gemm(ctx, proj, target, k, in);
 }
 
