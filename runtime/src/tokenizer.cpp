@@ -112,27 +112,27 @@ std::string special_token(const json& config, const std::string& key, const std:
 }
 
 // A vocabulary's size: `key` of the directory's config.json (MarianMT's
-// vocab_size, decoder_vocab_size), or, without one, the most an int holds.
+// vocab_size, decoder_vocab_size), or `otherwise` where it has none.
 struct vocabulary_size {
   long long ids;
   std::string what;
 };
-vocabulary_size vocabulary_size_of(const json& config, const std::string& key, const std::string& where) {
-  if (!config.contains(key) || config[key].is_null())
-    return {std::numeric_limits<int>::max() + 1LL, "the largest int id"};
-  return {get_int(config, key, where, 1), where + " " + key + " " + config[key].dump()};
+vocabulary_size vocabulary_size_of(const json& config, const std::string& key, const std::string& where,
+                                   const vocabulary_size& otherwise) {
+  const int ids = get_int_or(config, key, where, 1, 0);
+  return ids == 0 ? otherwise : vocabulary_size{ids, where + " " + key + " " + std::to_string(ids)};
 }
 
 // vocab.json: every id an integer within the vocabulary, checked here (an id
 // past an int would wrap and surface at translate time as another token).
+// JSON's non-negative integers parse as unsigned.
 std::unordered_map<std::string, int> load_vocab(const std::string& path, const vocabulary_size& size) {
   const json j = parse_object(read_text(path), path);
   std::unordered_map<std::string, int> vocab;
   for (const auto& [piece, id] : j.items()) {
-    if (!id.is_number_integer() || (!id.is_number_unsigned() && id.get<long long>() < 0))
+    if (!id.is_number_unsigned())
       throw error(path + ": the id of '" + piece + "' must be a non-negative integer, not " + id.dump());
-    if (id.is_number_unsigned() ? id.get<unsigned long long>() >= static_cast<unsigned long long>(size.ids)
-                                : id.get<long long>() >= size.ids)
+    if (id.get<unsigned long long>() >= static_cast<unsigned long long>(size.ids))
       throw error(path + ": the id of '" + piece + "', " + id.dump() + ", is outside the vocabulary (" + size.what +
                   ")");
     vocab.emplace(piece, id.get<int>());
@@ -203,14 +203,13 @@ Tokenizer Tokenizer::load(const std::string& dir) {
   const std::string model_config_path = dir + "/config.json";
   const json model_config =
       exists(model_config_path) ? parse_object(read_text(model_config_path), model_config_path) : json::object();
-  const vocabulary_size source_size = vocabulary_size_of(model_config, "vocab_size", model_config_path);
+  const vocabulary_size source_size = vocabulary_size_of(model_config, "vocab_size", model_config_path,
+                                                         {std::numeric_limits<int>::max() + 1LL, "the largest int id"});
   p->encoder = load_vocab(dir + "/vocab.json", source_size);
   const bool separate = get_bool_or(config, "separate_vocabs", config_path, false);
   const auto target_vocab = [&] {
-    const bool own = model_config.contains("decoder_vocab_size") && !model_config["decoder_vocab_size"].is_null();
-    const vocabulary_size size =
-        own ? vocabulary_size_of(model_config, "decoder_vocab_size", model_config_path) : source_size;
-    return load_vocab(dir + "/target_vocab.json", size);
+    return load_vocab(dir + "/target_vocab.json",
+                      vocabulary_size_of(model_config, "decoder_vocab_size", model_config_path, source_size));
   };
   for (const auto& [piece, id] : separate ? target_vocab() : p->encoder)
     p->decoder.emplace(id, piece);
