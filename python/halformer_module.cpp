@@ -11,6 +11,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdint>
 #include <optional>
 #include <variant>
 
@@ -24,6 +25,38 @@ using halformer::sentence;
 
 using id_rows = std::vector<std::vector<int>>;
 using piece_rows = std::vector<std::vector<std::string>>;
+
+// The decoding keywords beside beam, length and hypotheses (CTranslate2's names;
+// decode_options says what each does), into `o`; an unknown one is an error
+// naming it. translate() takes them but target_prefix (token lists).
+void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o, bool token_level) {
+  for (const auto& [key, value] : kw) {
+    const std::string k = nb::cast<std::string>(key);
+    if (k == "sampling_topk")
+      o.sampling_topk = nb::cast<int>(value);
+    else if (k == "sampling_topp")
+      o.sampling_topp = nb::cast<float>(value);
+    else if (k == "sampling_temperature")
+      o.sampling_temperature = nb::cast<float>(value);
+    else if (k == "seed")
+      o.seed = value.is_none() ? std::nullopt : std::optional<std::uint64_t>(nb::cast<std::uint64_t>(value));
+    else if (k == "repetition_penalty")
+      o.repetition_penalty = nb::cast<float>(value);
+    else if (k == "no_repeat_ngram_size")
+      o.no_repeat_ngram_size = nb::cast<int>(value);
+    else if (k == "min_decoding_length")
+      o.min_decoding_length = nb::cast<int>(value);
+    else if (k == "max_input_length")
+      o.max_input_length = nb::cast<int>(value);
+    else if (k == "target_prefix" && token_level)
+      continue; // translate_batch reads it (ids or pieces)
+    else
+      throw halformer::error("unknown decoding option '" + k +
+                             "' (sampling_topk, sampling_topp, sampling_temperature, seed, repetition_penalty, "
+                             "no_repeat_ngram_size, min_decoding_length, max_input_length" +
+                             (token_level ? ", target_prefix)" : ")"));
+  }
+}
 
 // One source's hypotheses, best first, as CTranslate2's TranslationResult.
 struct TranslationResult {
@@ -42,7 +75,7 @@ public:
 
   // Text in, text out (nbest 1: a list of str; else a list of lists of (text, score)).
   nb::object translate(const std::vector<std::string>& texts, int beam, std::optional<int> max_len, int nbest,
-                       float length_penalty) {
+                       float length_penalty, const nb::kwargs& kw) {
     const halformer::Tokenizer& t = tokenizer();
     std::vector<sentence> sources;
     std::vector<std::size_t> of_text; // source i is texts[of_text[i]]; empty texts stay empty
@@ -55,7 +88,9 @@ public:
         }
         of_text.push_back(i);
       }
-    const auto results = decode(sources, beam, max_len, nbest, length_penalty);
+    decode_options o = options(beam, max_len, nbest, length_penalty);
+    apply_decoding_keywords(kw, o, false);
+    const auto results = decode(sources, o);
     std::vector<std::vector<std::pair<std::string, float>>> out(texts.size());
     for (std::size_t i = 0; i < results.size(); ++i)
       for (const hypothesis& h : results[i])
@@ -73,11 +108,15 @@ public:
   // CTranslate2's translate_batch: sources as token ids or as pieces (then looked
   // up in the directory's vocabulary; EOS is not added), hypotheses in kind.
   std::vector<TranslationResult> translate_batch(const std::variant<id_rows, piece_rows>& source, int beam,
-                                                 std::optional<int> max_len, int nbest, float length_penalty) {
+                                                 std::optional<int> max_len, int nbest, float length_penalty,
+                                                 const nb::kwargs& kw) {
     const bool pieces = std::holds_alternative<piece_rows>(source);
-    std::vector<sentence> sources =
-        pieces ? tokenizer().ids_of_pieces(std::get<piece_rows>(source)) : std::get<id_rows>(source);
-    const auto results = decode(sources, beam, max_len, nbest, length_penalty);
+    std::vector<sentence> sources = token_rows(source);
+    decode_options o = options(beam, max_len, nbest, length_penalty);
+    apply_decoding_keywords(kw, o, true);
+    if (kw.contains("target_prefix"))
+      o.target_prefix = token_rows(nb::cast<std::variant<id_rows, piece_rows>>(kw["target_prefix"]));
+    const auto results = decode(sources, o);
     std::vector<TranslationResult> out(results.size());
     for (std::size_t i = 0; i < results.size(); ++i)
       for (const hypothesis& h : results[i]) {
@@ -86,6 +125,22 @@ public:
       }
     return out;
   }
+
+  // translate_stream's native half: translates one text greedily (or sampling),
+  // calling on_token(id) from this thread as each token is decoded; the GIL is
+  // released in between. Returns the translation's ids.
+  std::vector<int> translate_tokens(const std::string& text, const nb::callable& on_token, std::optional<int> max_len,
+                                    const nb::kwargs& kw) {
+    decode_options o = options(1, max_len, 1, 1.0f);
+    apply_decoding_keywords(kw, o, false);
+    o.on_token = [&on_token](std::size_t, int token) {
+      nb::gil_scoped_acquire locked;
+      on_token(token);
+    };
+    const auto results = decode({tokenizer().encode(text)}, o);
+    return results.at(0).at(0).tokens;
+  }
+  std::string decode_text(const std::vector<int>& ids) const { return tokenizer().decode(ids); }
 
   std::string compute_type() const { return model_.compute_type(); }
   std::string kv_cache() const { return model_.kv_cache(); }
@@ -108,15 +163,22 @@ private:
     return *tokenizer_;
   }
 
+  std::vector<sentence> token_rows(const std::variant<id_rows, piece_rows>& rows) const {
+    return std::holds_alternative<piece_rows>(rows) ? tokenizer().ids_of_pieces(std::get<piece_rows>(rows))
+                                                    : std::get<id_rows>(rows);
+  }
+
   // max_len: none gives 256 new tokens, or fewer where the model's positions end.
-  std::vector<std::vector<hypothesis>> decode(const std::vector<sentence>& sources, int beam,
-                                              std::optional<int> max_len, int nbest, float length_penalty) {
-    if (sources.empty())
-      return {};
+  decode_options options(int beam, std::optional<int> max_len, int nbest, float length_penalty) const {
     const int last = model_.config().max_positions;
     decode_options o;
     o.beam = beam, o.nbest = nbest, o.length_penalty = length_penalty;
     o.max_len = max_len ? *max_len : last > 0 ? std::min(256, last) : 256;
+    return o;
+  }
+  std::vector<std::vector<hypothesis>> decode(const std::vector<sentence>& sources, const decode_options& o) {
+    if (sources.empty())
+      return {};
     nb::gil_scoped_release unlocked; // other Python threads run while this one decodes
     return model_.translate(sources, o);
   }
@@ -157,10 +219,17 @@ NB_MODULE(_halformer, m) {
            "kv_cache: the decoder's attention keys and values, float32, float16 (CPU) or auto (float16 with int8 or "
            "bfloat16 on the CPU)")
       .def("translate", &Translator::translate, "texts"_a, "beam"_a = 1, "max_len"_a = nb::none(), "nbest"_a = 1,
-           "length_penalty"_a = 1.0f, "Translates text lines (empty ones stay empty)")
+           "length_penalty"_a = 1.0f, "options"_a,
+           "Translates text lines (empty ones stay empty); options: sampling_topk, sampling_topp, "
+           "sampling_temperature, seed, repetition_penalty, no_repeat_ngram_size, min_decoding_length, "
+           "max_input_length")
       .def("translate_batch", &Translator::translate_batch, "source"_a, "beam_size"_a = 1,
-           "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f,
-           "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch")
+           "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f, "options"_a,
+           "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch; "
+           "options: translate's and target_prefix (one token list per source, as the sources are given)")
+      .def("_translate_tokens", &Translator::translate_tokens, "text"_a, "on_token"_a, "max_len"_a = nb::none(),
+           "options"_a)
+      .def("_decode_text", &Translator::decode_text, "ids"_a)
       .def_prop_ro("compute_type", &Translator::compute_type)
       .def_prop_ro("kv_cache", &Translator::kv_cache, "float32 or float16 (what auto chose)")
       .def_prop_ro("device", &Translator::device)

@@ -1,5 +1,7 @@
 #include "beam_search.hpp"
 
+#include "decode_rules.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -30,10 +32,13 @@ struct candidate {
 class search {
 public:
   using on_done_fn = std::function<void(std::size_t, std::vector<hypothesis>)>;
-  search(executor& e, const model_config& c, const decode_options& o, int n, const on_done_fn& on_done)
-      : e_(e), c_(c), o_(o), K_(o.beam), remaining_(n), live_(std::size_t(n) * K_), next_(live_.size()),
+  search(executor& e, const model_config& c, const decode_options& o, std::size_t first, int n,
+         const on_done_fn& on_done)
+      : e_(e), c_(c), o_(o), K_(o.beam), first_(first), remaining_(n), live_(std::size_t(n) * K_), next_(live_.size()),
         finished_(std::size_t(n)), done_(std::size_t(n), 0), block_(std::size_t(n)), parent_(live_.size()),
-        on_done_(on_done), ids_(1, n * K_) {
+        on_done_(on_done), ids_(1, n * K_), rules_(o, c) {
+    for (int s = 0; s < n && !o.target_prefix.empty(); ++s)
+      longest_prefix_ = std::max(longest_prefix_, int(o.target_prefix[first + std::size_t(s)].size()));
     for (auto* set : {&live_, &next_})
       for (auto& b : *set)
         b.tokens.reserve(std::size_t(o.max_len));
@@ -68,6 +73,15 @@ private:
     return std::find(c_.banned_ids.begin(), c_.banned_ids.end(), token) != c_.banned_ids.end();
   }
   bool forced_eos(int step) const { return c_.forced_eos && step == o_.max_len - 1; }
+  // Whether this step's choices need the rows' logits on the host (decode_rules.hpp).
+  bool ruled(int step) const { return needs_row_logits(o_) || step < o_.min_decoding_length || step < longest_prefix_; }
+  // Sentence s's forced token at `step`, or -1 past its prefix.
+  int prefix_token(int s, int step) const {
+    if (o_.target_prefix.empty())
+      return -1;
+    const sentence& p = o_.target_prefix[first_ + std::size_t(s)];
+    return step < int(p.size()) ? p[std::size_t(step)] : -1;
+  }
   // A hypothesis' score at `step` (0-based): its length counts every new token, EOS included.
   double normalized(double score, int step) const {
     return score / std::pow(double(step + 1), double(o_.length_penalty));
@@ -119,6 +133,8 @@ private:
   // chunks of its logits); the step that must end with EOS takes it, certain (log
   // P 0, as transformers' forced EOS).
   void greedy_step(int step) {
+    if (ruled(step))
+      return ruled_greedy_step(step);
     const int* ids = nullptr;
     const float* lps = nullptr;
     e_.pick(ids, lps);
@@ -140,22 +156,60 @@ private:
         best_tokens(c, j, 0, 0.0, false);
         id = best_.front().token, lp = row_log_probs(c, j)(c.logits(id, 0, j));
       }
-      beam& b = live_[std::size_t(s)];
-      const double score = accumulate(b.score, lp);
-      auto& f = finished_[std::size_t(s)];
-      if (id == c_.eos_id) {
-        hypothesis h{b.tokens, float(normalized(score, step))};
-        h.tokens.push_back(id);
-        f.push_back(std::move(h));
-      } else {
-        b.tokens.push_back(id);
-        b.score = score;
-        if (step == o_.max_len - 1)
-          f.push_back({b.tokens, float(normalized(score, step))});
-      }
-      if (!f.empty())
-        finish(s);
+      take(s, id, lp, step);
     }
+  }
+
+  // Greedy, under the options: each row's prefix token, sample or best allowed token.
+  void ruled_greedy_step(int step) {
+    const executor::beam_candidates c = e_.candidates();
+    for (int j = 0; j < blocks(); ++j) {
+      const int s = block_[std::size_t(j)];
+      if (done_[std::size_t(s)])
+        continue;
+      if (forced_eos(step)) {
+        take(s, c_.eos_id, 0, step);
+        continue;
+      }
+      prepare_rules(c, j, live_[std::size_t(s)].tokens);
+      int id = prefix_token(s, step);
+      if (id < 0 && samples(o_))
+        id = rules_.sample(uniform_draw(*o_.seed, first_ + std::size_t(s), step));
+      else if (id < 0)
+        id = best_allowed(1).front().second;
+      take(s, id, rules_.log_prob(id), step);
+    }
+  }
+  void prepare_rules(const executor::beam_candidates& c, int r, const sentence& tokens) {
+    const row_log_probs lp(c, r);
+    rules_.prepare(tokens, &c.logits(0, 0, r), lp.row_max, lp.top);
+  }
+  const std::vector<std::pair<float, int>>& best_allowed(int k) {
+    const auto& b = rules_.best(k);
+    if (b.empty())
+      throw error("every token of the vocabulary is banned at this step (no_repeat_ngram_size, min_decoding_length)");
+    return b;
+  }
+
+  // Greedy sentence s takes token `id` of log-probability `lp`.
+  void take(int s, int id, float lp, int step) {
+    beam& b = live_[std::size_t(s)];
+    const double score = accumulate(b.score, lp);
+    auto& f = finished_[std::size_t(s)];
+    if (id == c_.eos_id) {
+      hypothesis h{b.tokens, float(normalized(score, step))};
+      h.tokens.push_back(id);
+      f.push_back(std::move(h));
+    } else {
+      b.tokens.push_back(id);
+      b.score = score;
+      if (step == o_.max_len - 1)
+        f.push_back({b.tokens, float(normalized(score, step))});
+    }
+    if (o_.on_token)
+      o_.on_token(first_ + std::size_t(s), id);
+    if (!f.empty())
+      finish(s);
   }
 
   // A row's log-probabilities from its candidates: logit - max + the best's.
@@ -205,6 +259,24 @@ private:
     }
   }
 
+  // Beam b's (row r's) candidates under the options: its prefix token (only beam 0
+  // lives then), or its 2K best allowed tokens.
+  void ruled_tokens(const executor::beam_candidates& c, int s, int r, int b, int step) {
+    const beam& from = live_[std::size_t(s) * K_ + b];
+    best_.clear();
+    if (forced_eos(step)) {
+      best_.push_back({accumulate(from.score, 0.0f), b, c_.eos_id});
+      return;
+    }
+    prepare_rules(c, r, from.tokens);
+    if (const int forced = prefix_token(s, step); forced >= 0) {
+      best_.push_back({accumulate(from.score, rules_.log_prob(forced)), b, forced});
+      return;
+    }
+    for (const auto& [logit, v] : best_allowed(2 * K_))
+      best_.push_back({accumulate(from.score, rules_.log_prob(v)), b, v});
+  }
+
   void beam_step(int step) {
     const executor::beam_candidates c = e_.candidates();
     for (int r = 0; r < e_.rows(); ++r)
@@ -216,7 +288,10 @@ private:
       cands_.clear();
       for (int b = 0; b < K_; ++b)
         if (live_[std::size_t(s) * K_ + b].alive) {
-          best_tokens(c, j * K_ + b, b, live_[std::size_t(s) * K_ + b].score, forced_eos(step));
+          if (ruled(step))
+            ruled_tokens(c, s, j * K_ + b, b, step);
+          else
+            best_tokens(c, j * K_ + b, b, live_[std::size_t(s) * K_ + b].score, forced_eos(step));
           cands_.insert(cands_.end(), best_.begin(), best_.end());
         }
       std::sort(cands_.begin(), cands_.end());
@@ -289,7 +364,8 @@ private:
   const model_config& c_;
   const decode_options& o_;
   const int K_;
-  int remaining_;
+  const std::size_t first_; // the call's index of this chunk's first sentence
+  int remaining_, longest_prefix_ = 0;
   std::vector<beam> live_, next_;
   std::vector<std::vector<hypothesis>> finished_;
   std::vector<char> done_;
@@ -298,11 +374,13 @@ private:
   std::vector<float> sorted_chunks_; // a row's chunk maxima, partially sorted
   const on_done_fn& on_done_;
   ibuffer ids_;
+  row_rules rules_;
 };
 } // namespace
 
 void beam_search(executor& e, const model_config& c, const ibuffer& ids, const ibuffer& lengths,
-                 const decode_options& o, const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done) {
+                 const decode_options& o, std::size_t first,
+                 const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done) {
   const int n = ids.dim(1).extent();
   e.reserve({n * o.beam, ids.dim(0).extent(), o.max_len + 1, 1, n});
   {
@@ -312,7 +390,7 @@ void beam_search(executor& e, const model_config& c, const ibuffer& ids, const i
     e.expand(o.beam);
   }
   scoped_time timed(e.profiling(), phase::decode);
-  search(e, c, o, n, on_done).run();
+  search(e, c, o, first, n, on_done).run();
 }
 
 } // namespace halformer

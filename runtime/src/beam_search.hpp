@@ -1,4 +1,6 @@
-// Beam search (greedy is beam 1) over the executor's incremental decoder.
+// Beam search (greedy is beam 1) over the executor's incremental decoder; the
+// options' prefixes, sampling and bans as decode_rules.hpp describes them.
+// `first`: the call's index of the batch's first sentence (its prefix, its draws).
 //
 // Per sentence, K live beams start from BOS (only the first is live at step 0).
 // Each step every live beam proposes its 2K best next tokens; all proposals are
@@ -21,7 +23,7 @@
 namespace halformer {
 
 void beam_search(executor& e, const model_config& config, const ibuffer& ids, const ibuffer& lengths,
-                 const decode_options& options,
+                 const decode_options& options, std::size_t first,
                  const std::function<void(std::size_t, std::vector<hypothesis>)>& on_done);
 
 } // namespace halformer

@@ -1,6 +1,7 @@
 #include "halformer/model.hpp"
 
 #include "beam_search.hpp"
+#include "decode_rules.hpp"
 #include "devices.hpp"
 #include "executor.hpp"
 #include "executor_pool.hpp"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace halformer {
 
@@ -325,16 +327,23 @@ Model::translate(const std::vector<sentence>& sources, const decode_options& o,
                 std::to_string(o.max_len));
   if (!(o.length_penalty >= 0))
     throw error("length_penalty must be >= 0");
+  check_decode_options(o, sources.size(), impl_->config);
+  decode_options resolved = o;
+  if (!resolved.seed)
+    resolved.seed = std::random_device{}() * 0x100000001ull ^ std::random_device{}();
   std::vector<std::vector<hypothesis>> results(sources.size());
   const auto leased = impl_->pool->acquire(impl_->prof.get());
   const std::size_t per_batch = std::max(1, impl_->options.max_batch / o.beam);
   for (std::size_t first = 0; first < sources.size(); first += per_batch) {
     const std::size_t n = std::min(per_batch, sources.size() - first);
     std::vector<sentence> chunk(sources.begin() + first, sources.begin() + first + n);
+    for (sentence& source : chunk)
+      if (o.max_input_length > 0 && int(source.size()) > o.max_input_length)
+        source.resize(std::size_t(o.max_input_length));
     ibuffer ids, lengths;
     pack(chunk, impl_->config.src_vocab, impl_->config.pad_id, impl_->options.max_source_length, "source", ids, lengths,
          impl_->config);
-    beam_search(*leased, impl_->config, ids, lengths, o, [&](std::size_t i, std::vector<hypothesis> h) {
+    beam_search(*leased, impl_->config, ids, lengths, resolved, first, [&](std::size_t i, std::vector<hypothesis> h) {
       results[first + i] = std::move(h);
       if (on_done)
         on_done(first + i, results[first + i]);

@@ -166,3 +166,65 @@ def test_kv_cache_chooses_the_decoders_keys_and_values(marian, translator):
     assert half.kv_cache == "float16"
     text = ["the cat sat on the mat", "a dog"]
     assert len(half.translate(text)) == len(text)
+
+
+def generate_ids(tokenizer, model, texts, prefix=(), **kw):
+    """Greedy transformers ids of 20 tokens at most, without the decoder start and
+    padding; `prefix` (one id list for every text) forced as decoder_input_ids
+    after the start (halformer's length counts it, generate's new tokens do not)."""
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    if prefix:
+        start = model.config.decoder_start_token_id
+        kw["decoder_input_ids"] = torch.tensor([[start] + list(prefix)] * len(texts))
+    with torch.no_grad():
+        out = model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=20 - len(prefix), **kw)
+    pad = model.config.pad_token_id
+    return [[i for i in row[1:] if i != pad] for row in out.tolist()]
+
+
+def test_greedy_options_match_generate(marian, translator):
+    """repetition_penalty, no_repeat_ngram_size and min_decoding_length as
+    generate's logits processors (greedy: on the logits, as CTranslate2's), and a
+    target prefix as generate's decoder_input_ids."""
+    tokenizer, model, _ = marian
+    texts = [line for line in fixture.LINES if line]
+    ids = [tokenizer(t).input_ids for t in texts]
+    for ours, theirs in [
+        (dict(repetition_penalty=1.8), dict(repetition_penalty=1.8)),
+        (dict(no_repeat_ngram_size=2), dict(no_repeat_ngram_size=2)),
+        (dict(min_decoding_length=12), dict(min_new_tokens=12)),
+    ]:
+        got = translator.translate_batch(ids, max_decoding_length=20, **ours)
+        assert [r.hypotheses[0] for r in got] == generate_ids(tokenizer, model, texts, **theirs), ours
+    prefix = ids[0][:3]
+    got = translator.translate_batch(ids, max_decoding_length=20, target_prefix=[prefix] * len(ids))
+    assert [r.hypotheses[0] for r in got] == generate_ids(tokenizer, model, texts, prefix=prefix)
+    pieces = [tokenizer.convert_ids_to_tokens(i) for i in ids]
+    by_pieces = translator.translate_batch(pieces, max_decoding_length=20,
+                                           target_prefix=[tokenizer.convert_ids_to_tokens(prefix)] * len(ids))
+    assert [r.hypotheses[0][:3] for r in by_pieces] == [tokenizer.convert_ids_to_tokens(prefix)] * len(ids)
+
+
+def test_sampling_repeats_with_its_seed_and_streams_join_to_translate(translator):
+    texts = [line for line in fixture.LINES if line]
+    options = dict(sampling_topk=0, sampling_temperature=1.5, seed=11, max_len=20)
+    first = translator.translate(texts, **options)
+    assert translator.translate(texts, **options) == first
+    assert translator.translate(texts, **dict(options, seed=12)) != first
+    for text in texts[:4]:
+        for stream_options in (dict(max_len=20), options):
+            joined = "".join(translator.translate_stream(text, **stream_options))
+            assert joined == translator.translate([text], **stream_options)[0]
+
+
+def test_bad_decoding_options_raise_errors_naming_them(translator):
+    with pytest.raises(halformer.Error, match="sampling_topp must be in"):
+        translator.translate(["a b"], sampling_topk=0, sampling_topp=0.0)
+    with pytest.raises(halformer.Error, match="unknown decoding option 'top_k'"):
+        translator.translate(["a b"], top_k=3)
+    with pytest.raises(halformer.Error, match="takes beam 1"):
+        translator.translate_batch([[5, 6]], beam_size=4, sampling_topk=3)
+    with pytest.raises(halformer.Error, match="target_prefix has 2 entries for 1 sources"):
+        translator.translate_batch([[5, 6]], target_prefix=[[7], [8]])
+    with pytest.raises(halformer.Error, match="sampling_temperature must be > 0"):
+        list(translator.translate_stream("a b", sampling_topk=0, sampling_temperature=0.0))

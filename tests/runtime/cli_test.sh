@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The halformer CLI end to end on a fixture model: help, run (greedy equals the
 # float64 reference's tokens), forward (equals PyTorch's logits), info, and its
-# errors (unknown option, empty line, bad token, missing file) with messages.
+# errors (unknown option, empty line, bad token, missing file, sampling options)
+# with messages, and sampling seeds.
 set -u
 bin=$1 fixtures=$2
 model=$fixtures/post_ln_relu
@@ -22,6 +23,14 @@ expect_error "input line 2: token id 99 is outside the source vocabulary" "$bin"
 expect_error "cannot open" "$bin" run --model /nonexistent --input <(printf '3\n')
 expect_error "input line 1 has 4 tokens, more than the maximum 3" "$bin" run --model "$model" --max-source-len 3 --input <(printf '3 4 5 6\n')
 expect_error "--nbest 3 exceeds --beam 2" "$bin" run --model "$model" --beam 2 --nbest 3 --input <(printf '3\n')
+expect_error "sampling_topp must be in (0, 1]" "$bin" run --model "$model" --sampling-topk 0 --sampling-topp 1.5 --input <(printf '3\n')
+expect_error "takes beam 1" "$bin" run --model "$model" --sampling-topk 5 --beam 4 --input <(printf '3\n')
+# Sampling: a seed repeats its output, at any thread count; other seeds draw anew.
+sample() { "$bin" run --model "$model" --max-len 12 --sampling-topk 0 --sampling-temperature 1.5 "$@" <<<$'5 9 3 2\n4 8 2\n7 7 2'; }
+first=$(sample --seed 5) || fail "run --seed 5"
+[[ "$(sample --seed 5 --threads 1)" == "$first" ]] || fail "--seed 5 printed another output with one thread"
+others=$(for s in 6 7 8; do sample --seed $s; done)
+[[ "$others" != "$first"$'\n'"$first"$'\n'"$first" ]] || fail "seeds 6-8 printed seed 5's output"
 
 # Greedy tokens of the fixture's sentences equal the reference decoder's.
 want=$(/usr/bin/python3 -c "

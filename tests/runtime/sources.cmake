@@ -9,4 +9,5 @@ set(runtime_test_sources
   ${CMAKE_CURRENT_LIST_DIR}/bf16_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/concurrency_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/marian_config_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/marian_config_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decoding_options_test.cpp)

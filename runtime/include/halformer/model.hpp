@@ -7,8 +7,10 @@
 #include "halformer/error.hpp"
 #include "halformer/profile.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,11 +18,32 @@ namespace halformer {
 
 using sentence = std::vector<int>;
 
+// Named as CTranslate2's translate_batch names them; docs/runtime.md (Decoding options) says how
+// each works and how they combine.
 struct decode_options {
-  int beam = 1;                // 1: greedy
-  int max_len = 128;           // new tokens per sentence, EOS included
+  int beam = 1;                // 1: greedy (or sampling)
+  int max_len = 128;           // new tokens per sentence, EOS included (the prefix counts)
   int nbest = 1;               // hypotheses returned per sentence (<= beam)
   float length_penalty = 1.0f; // beam scores are log P / length^length_penalty
+  // Per sentence (none, or one per source): tokens the hypothesis starts with,
+  // forced, and part of it; shorter than max_len, without EOS.
+  std::vector<sentence> target_prefix;
+  // Random sampling (beam 1 only): from the sampling_topk most likely tokens (0:
+  // the whole vocabulary; 1: greedy), then the most likely of those whose
+  // probabilities sum to sampling_topp, at softmax(logits / sampling_temperature).
+  int sampling_topk = 1;
+  float sampling_topp = 1.0f;        // in (0, 1]
+  float sampling_temperature = 1.0f; // > 0
+  // The same seed gives the same output for a sentence at the same index of the
+  // call, in any batch size and thread count; none: a fresh seed per call.
+  std::optional<std::uint64_t> seed;
+  float repetition_penalty = 1.0f; // > 0: logits of tokens already in the hypothesis / (or x, if negative) this
+  int no_repeat_ngram_size = 0;    // > 0: no n-gram of this size twice in a hypothesis
+  int min_decoding_length = 0;     // tokens before EOS may end a hypothesis (the prefix counts)
+  int max_input_length = 0;        // > 0: sources are cut to this many tokens
+  // Beam 1: called with (sentence, token) as each token joins a hypothesis, the
+  // prefix's and EOS included (their concatenation is the hypothesis).
+  std::function<void(std::size_t, int)> on_token;
 };
 
 struct hypothesis {

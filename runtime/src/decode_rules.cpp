@@ -1,0 +1,157 @@
+#include "decode_rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace halformer {
+
+namespace {
+void check_prefixes(const decode_options& o, std::size_t sources, const model_config& c) {
+  if (!o.target_prefix.empty() && o.target_prefix.size() != sources)
+    throw error("target_prefix has " + std::to_string(o.target_prefix.size()) + " entries for " +
+                std::to_string(sources) + " sources (none, or one per source)");
+  for (std::size_t i = 0; i < o.target_prefix.size(); ++i) {
+    const sentence& p = o.target_prefix[i];
+    if (int(p.size()) >= o.max_len)
+      throw error("target_prefix " + std::to_string(i) + " has " + std::to_string(p.size()) +
+                  " tokens: it must be shorter than max_len (" + std::to_string(o.max_len) + ")");
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      if (p[j] < 0 || p[j] >= c.tgt_vocab)
+        throw error("target_prefix " + std::to_string(i) + ", position " + std::to_string(j) + ": token id " +
+                    std::to_string(p[j]) + " is outside the vocabulary [0, " + std::to_string(c.tgt_vocab) + ")");
+      if (p[j] == c.eos_id)
+        throw error("target_prefix " + std::to_string(i) + ", position " + std::to_string(j) +
+                    ": the EOS id ends a hypothesis; a prefix cannot hold it");
+    }
+  }
+}
+
+void check_sampling(const decode_options& o) {
+  if (o.sampling_topk < 0)
+    throw error("sampling_topk must be >= 0 (0: the whole vocabulary; 1: greedy), not " +
+                std::to_string(o.sampling_topk));
+  if (!(o.sampling_topp > 0 && o.sampling_topp <= 1))
+    throw error("sampling_topp must be in (0, 1], not " + std::to_string(o.sampling_topp));
+  if (!(o.sampling_temperature > 0) || !std::isfinite(o.sampling_temperature))
+    throw error("sampling_temperature must be > 0, not " + std::to_string(o.sampling_temperature));
+  if (samples(o) && o.beam > 1)
+    throw error("random sampling (sampling_topk " + std::to_string(o.sampling_topk) +
+                ") takes beam 1, as CTranslate2's does, not beam " + std::to_string(o.beam));
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bool better(const std::pair<float, int>& a, const std::pair<float, int>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+} // namespace
+
+void check_decode_options(const decode_options& o, std::size_t sources, const model_config& c) {
+  check_prefixes(o, sources, c);
+  check_sampling(o);
+  if (!(o.repetition_penalty > 0) || !std::isfinite(o.repetition_penalty))
+    throw error("repetition_penalty must be > 0, not " + std::to_string(o.repetition_penalty));
+  if (o.no_repeat_ngram_size < 0)
+    throw error("no_repeat_ngram_size must be >= 0, not " + std::to_string(o.no_repeat_ngram_size));
+  if (o.min_decoding_length < 0 || o.min_decoding_length > o.max_len)
+    throw error("min_decoding_length must be in [0, max_len = " + std::to_string(o.max_len) + "], not " +
+                std::to_string(o.min_decoding_length));
+  if (o.max_input_length < 0)
+    throw error("max_input_length must be >= 0 (0: no limit), not " + std::to_string(o.max_input_length));
+  if (o.on_token && o.beam > 1)
+    throw error("a per-token callback takes beam 1 (a beam's tokens are final only when its sentence is), not beam " +
+                std::to_string(o.beam));
+}
+
+bool needs_row_logits(const decode_options& o) {
+  return samples(o) || o.repetition_penalty != 1.0f || o.no_repeat_ngram_size > 0;
+}
+
+double uniform_draw(std::uint64_t seed, std::size_t sentence, int step) {
+  const std::uint64_t x = splitmix64(splitmix64(seed ^ splitmix64(sentence)) ^ std::uint64_t(step));
+  return double(x >> 11) * 0x1.0p-53;
+}
+
+void row_rules::prepare(const sentence& tokens, const float* logits, float row_max, float top_log_prob) {
+  logits_ = logits, row_max_ = row_max;
+  eos_banned_ = int(tokens.size()) < o_.min_decoding_length;
+  penalized_.clear(), ngram_banned_.clear();
+  if (o_.repetition_penalty != 1.0f) {
+    penalized_.assign(tokens.begin(), tokens.end());
+    std::sort(penalized_.begin(), penalized_.end());
+    penalized_.erase(std::unique(penalized_.begin(), penalized_.end()), penalized_.end());
+  }
+  // The kernels' log-probabilities are logit - max + top: a sum of exp(logit - max)
+  // of 1 / exp(top). The penalty moves a few logits; the sum moves by their change.
+  double change = 0;
+  for (int v : penalized_)
+    change += std::exp(double(logit(v)) - row_max) - std::exp(double(logits[v]) - row_max);
+  log_norm_shift_ = float(double(top_log_prob) - std::log1p(change * std::exp(double(top_log_prob))));
+  const int n = o_.no_repeat_ngram_size, len = int(tokens.size());
+  for (int i = 0; n > 0 && i + n <= len; ++i) // the n-grams whose first n - 1 tokens end the hypothesis
+    if (std::equal(tokens.begin() + i, tokens.begin() + i + n - 1, tokens.end() - (n - 1)))
+      ngram_banned_.push_back(tokens[std::size_t(i + n - 1)]);
+  std::sort(ngram_banned_.begin(), ngram_banned_.end());
+}
+
+bool row_rules::allowed(int token) const {
+  if (eos_banned_ && token == c_.eos_id)
+    return false;
+  if (std::find(c_.banned_ids.begin(), c_.banned_ids.end(), token) != c_.banned_ids.end())
+    return false;
+  return !std::binary_search(ngram_banned_.begin(), ngram_banned_.end(), token);
+}
+
+float row_rules::logit(int token) const {
+  const float l = logits_[token];
+  if (!std::binary_search(penalized_.begin(), penalized_.end(), token))
+    return l;
+  return l > 0 ? l / o_.repetition_penalty : l * o_.repetition_penalty;
+}
+
+float row_rules::log_prob(int token) const { return logit(token) - row_max_ + log_norm_shift_; }
+
+const std::vector<std::pair<float, int>>& row_rules::best(int k) {
+  best_.clear();
+  for (int v = 0; v < c_.tgt_vocab; ++v)
+    if (allowed(v))
+      best_.emplace_back(logit(v), v);
+  if (k > 0 && k < int(best_.size())) {
+    std::partial_sort(best_.begin(), best_.begin() + k, best_.end(), better);
+    best_.resize(std::size_t(k));
+  } else {
+    std::sort(best_.begin(), best_.end(), better);
+  }
+  return best_;
+}
+
+int row_rules::sample(double u) {
+  const auto& b = best(o_.sampling_topk);
+  if (b.empty())
+    throw error("every token of the vocabulary is banned: nothing to sample");
+  weights_.resize(b.size());
+  double total = 0;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    total += weights_[i] = std::exp(double(b[i].first - b[0].first) / o_.sampling_temperature);
+  std::size_t kept = b.size();
+  if (o_.sampling_topp < 1) { // the fewest best tokens whose probabilities reach topp
+    double mass = 0;
+    for (kept = 0; kept < b.size() && (kept == 0 || mass < o_.sampling_topp * total); ++kept)
+      mass += weights_[kept];
+    total = mass;
+  }
+  const double target = u * total;
+  double sum = 0;
+  for (std::size_t i = 0; i + 1 < kept; ++i)
+    if ((sum += weights_[i]) > target)
+      return b[i].second;
+  return b[kept - 1].second;
+}
+
+} // namespace halformer

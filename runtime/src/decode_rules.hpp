@@ -1,0 +1,58 @@
+// What decode_options add to greedy and beam search (beam_search.cpp): forced
+// target prefixes, random sampling, the repetition penalty, n-gram bans and a
+// minimum length. These work on the host over a row's logits (the
+// candidates() the kernels leave), so a search with none of them keeps the
+// kernels' own pick and chunk-pruned candidates.
+#pragma once
+
+#include "halformer/config.hpp"
+#include "halformer/model.hpp"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace halformer {
+
+// Throws halformer::error naming the first bad option, for a call of `sources`
+// sentences on a model of `config`.
+void check_decode_options(const decode_options& o, std::size_t sources, const model_config& config);
+
+// Whether any option needs a row's logits on the host at every step.
+bool needs_row_logits(const decode_options& o);
+inline bool samples(const decode_options& o) { return o.sampling_topk != 1; }
+
+// A uniform draw in [0, 1), a function of (seed, sentence, step) only: the same
+// in any batch, chunk or thread count (splitmix64 of the three).
+double uniform_draw(std::uint64_t seed, std::size_t sentence, int step);
+
+// One row's distribution under the options, for a hypothesis: its logits with
+// the repetition penalty, the banned tokens (the model's, EOS before the minimum
+// length, tokens that would repeat an n-gram) and log-probabilities at
+// temperature 1, normalized over the whole vocabulary as the kernels' are.
+class row_rules {
+public:
+  row_rules(const decode_options& o, const model_config& c) : o_(o), c_(c) {}
+  // `tokens`: the hypothesis so far (prefix included); the row's logits, their
+  // maximum and the best token's log-probability (executor::beam_candidates).
+  void prepare(const sentence& tokens, const float* logits, float row_max, float top_log_prob);
+  bool allowed(int token) const;
+  float logit(int token) const; // after the repetition penalty
+  float log_prob(int token) const;
+  // The `k` best allowed tokens by logit, best first (ties: the lower id); k 0: all.
+  const std::vector<std::pair<float, int>>& best(int k);
+  // A token drawn from the top-k / top-p distribution at the temperature, by `u` in [0, 1).
+  int sample(double u);
+
+private:
+  const decode_options& o_;
+  const model_config& c_;
+  const float* logits_ = nullptr;
+  float row_max_ = 0, log_norm_shift_ = 0; // log-probability = logit - row_max + shift
+  bool eos_banned_ = false;
+  std::vector<int> penalized_, ngram_banned_; // sorted
+  std::vector<std::pair<float, int>> best_;
+  std::vector<double> weights_;
+};
+
+} // namespace halformer
