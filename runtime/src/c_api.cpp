@@ -32,6 +32,35 @@ void require(bool ok, const char* what) {
   if (!ok)
     throw halformer::error(what);
 }
+
+std::vector<halformer::sentence> rows_of(const int32_t* const* rows, const int32_t* lengths, int n, const char* what) {
+  std::vector<halformer::sentence> out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    if (lengths[i] < 0 || (!rows[i] && lengths[i] != 0))
+      throw halformer::error(std::string("halformer_translate: bad ") + what + " length " + std::to_string(lengths[i]) +
+                             " at " + std::to_string(i));
+    out[std::size_t(i)].assign(rows[i], rows[i] + lengths[i]);
+  }
+  return out;
+}
+
+halformer::decode_options decode_options_of(const halformer_decode_options& c, int n) {
+  halformer::decode_options o;
+  o.beam = c.beam, o.max_len = c.max_len, o.length_penalty = c.length_penalty;
+  require((c.target_prefix == nullptr) == (c.target_prefix_lengths == nullptr),
+          "halformer_translate_options: target_prefix and target_prefix_lengths go together");
+  if (c.target_prefix)
+    o.target_prefix = rows_of(c.target_prefix, c.target_prefix_lengths, n, "target_prefix");
+  o.sampling_topk = c.sampling_topk, o.sampling_topp = c.sampling_topp;
+  o.sampling_temperature = c.sampling_temperature;
+  if (c.has_seed)
+    o.seed = c.seed;
+  o.repetition_penalty = c.repetition_penalty, o.no_repeat_ngram_size = c.no_repeat_ngram_size;
+  o.min_decoding_length = c.min_decoding_length, o.max_input_length = c.max_input_length;
+  if (c.on_token)
+    o.on_token = [f = c.on_token, user = c.user](std::size_t i, int token) { f(user, int(i), int32_t(token)); };
+  return o;
+}
 } // namespace
 
 extern "C" {
@@ -105,28 +134,57 @@ int halformer_model_dims(const halformer_model* m, int* d_model, int* src_vocab,
   });
 }
 
-int halformer_translate(halformer_model* m, const int32_t* const* src, const int32_t* src_lengths, int n, int beam,
-                        int max_len, float length_penalty, int32_t* out_tokens, int32_t* out_lengths,
-                        float* out_scores) {
+void halformer_decode_options_init(halformer_decode_options* options) {
+  static const halformer::decode_options d;
+  if (!options)
+    return;
+  *options = {sizeof(halformer_decode_options),
+              d.beam,
+              d.max_len,
+              d.length_penalty,
+              nullptr,
+              nullptr,
+              d.sampling_topk,
+              d.sampling_topp,
+              d.sampling_temperature,
+              0,
+              0,
+              d.repetition_penalty,
+              d.no_repeat_ngram_size,
+              d.min_decoding_length,
+              d.max_input_length,
+              nullptr,
+              nullptr};
+}
+
+int halformer_translate_options(halformer_model* m, const int32_t* const* src, const int32_t* src_lengths, int n,
+                                const halformer_decode_options* options, int32_t* out_tokens, int32_t* out_lengths,
+                                float* out_scores) {
   return guarded([&] {
-    require(m && src && src_lengths && out_tokens && out_lengths, "halformer_translate: NULL argument");
+    require(m && src && src_lengths && options && out_tokens && out_lengths, "halformer_translate: NULL argument");
+    require(options->size == sizeof(halformer_decode_options),
+            "halformer_translate_options: options->size is not sizeof(halformer_decode_options) of this version: "
+            "call halformer_decode_options_init first");
     require(n > 0, "halformer_translate: n must be > 0");
-    std::vector<halformer::sentence> sources(n);
+    const halformer::decode_options o = decode_options_of(*options, n);
+    auto results = m->model.translate(rows_of(src, src_lengths, n, "source"), o);
     for (int i = 0; i < n; ++i) {
-      require(src_lengths[i] >= 0 && (src[i] || src_lengths[i] == 0), "halformer_translate: bad source length");
-      sources[i].assign(src[i], src[i] + src_lengths[i]);
-    }
-    halformer::decode_options o;
-    o.beam = beam, o.max_len = max_len, o.length_penalty = length_penalty;
-    auto results = m->model.translate(sources, o);
-    for (int i = 0; i < n; ++i) {
-      const auto& h = results[i].at(0);
-      std::copy(h.tokens.begin(), h.tokens.end(), out_tokens + std::size_t(i) * max_len);
+      const auto& h = results[std::size_t(i)].at(0);
+      std::copy(h.tokens.begin(), h.tokens.end(), out_tokens + std::size_t(i) * std::size_t(o.max_len));
       out_lengths[i] = int32_t(h.tokens.size());
       if (out_scores)
         out_scores[i] = h.score;
     }
   });
+}
+
+int halformer_translate(halformer_model* m, const int32_t* const* src, const int32_t* src_lengths, int n, int beam,
+                        int max_len, float length_penalty, int32_t* out_tokens, int32_t* out_lengths,
+                        float* out_scores) {
+  halformer_decode_options o;
+  halformer_decode_options_init(&o);
+  o.beam = beam, o.max_len = max_len, o.length_penalty = length_penalty;
+  return halformer_translate_options(m, src, src_lengths, n, &o, out_tokens, out_lengths, out_scores);
 }
 
 int halformer_forward(halformer_model* m, const int64_t* src, int batch, int src_len, const int64_t* tgt, int tgt_len,

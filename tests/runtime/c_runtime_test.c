@@ -1,8 +1,9 @@
 /* The runtime's C API from C: load a fixture model, translate with greedy and
  * beam search (well-formed outputs, batch invariance, beam no worse than greedy;
  * exact tokens are checked by parity_test against the float64 reference), run
- * forward, see errors reported with messages, and translate from several threads
- * at once on one model (the same results as one after another). */
+ * forward, see errors reported with messages, translate from several threads
+ * at once on one model (the same results as one after another), and decode
+ * with every option (halformer_translate_options). */
 #include "../library/expect.h"
 #include "halformer/halformer.h"
 
@@ -57,6 +58,49 @@ static const int32_t* src[] = {src_a, src_b};
 static const int32_t lens[] = {4, 1};
 static int64_t fsrc[] = {5, 6, 7}, ftgt[] = {1, 4};
 
+/* The per-token callback's record of sentence 0. */
+struct streamed {
+  int32_t tokens[MAX_LEN];
+  int count, others;
+};
+static void on_token(void* user, int sentence, int32_t token) {
+  struct streamed* s = user;
+  if (sentence != 0)
+    ++s->others;
+  else if (s->count < MAX_LEN)
+    s->tokens[s->count++] = token;
+}
+
+/* halformer_translate_options: a prefix starts the hypothesis, a seeded sample
+ * repeats, the callback sees the hypothesis, a bad option or size is an error. */
+static void check_decode_options(halformer_model* m) {
+  static const int32_t prefix_a[] = {7, 11}, *prefixes[] = {prefix_a, NULL};
+  static const int32_t prefix_lens[] = {2, 0};
+  halformer_decode_options o;
+  halformer_decode_options_init(&o);
+  o.max_len = MAX_LEN, o.target_prefix = prefixes, o.target_prefix_lengths = prefix_lens;
+  o.sampling_topk = 0, o.has_seed = 1, o.seed = 9;
+  struct streamed seen = {{0}, 0, 0};
+  o.on_token = on_token, o.user = &seen;
+  int32_t out[2 * MAX_LEN], again[2 * MAX_LEN], out_lens[2], again_lens[2];
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) == 0, "options: %s",
+         halformer_last_error_message());
+  EXPECT(out_lens[0] >= 2 && out[0] == 7 && out[1] == 11, "the prefix does not start the hypothesis");
+  EXPECT(seen.count == out_lens[0] && memcmp(seen.tokens, out, sizeof(int32_t) * seen.count) == 0,
+         "the callback saw %d tokens, not the hypothesis' %d", seen.count, out_lens[0]);
+  EXPECT(seen.others == out_lens[1], "sentence 1's tokens: %d calls for %d", seen.others, out_lens[1]);
+  o.on_token = NULL;
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, again, again_lens, NULL) == 0, "again");
+  EXPECT(memcmp(out_lens, again_lens, sizeof out_lens) == 0 && memcmp(out, again, sizeof(int32_t) * out_lens[0]) == 0,
+         "seed 9 gave another sample");
+  o.sampling_topp = 2.0f;
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) != 0, "topp 2 accepted");
+  EXPECT(strstr(halformer_last_error_message(), "sampling_topp must be in (0, 1]") != NULL, "message: %s",
+         halformer_last_error_message());
+  o.size = 8;
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) != 0, "a wrong size accepted");
+}
+
 /* Greedy and beam search give well-formed outputs, batch-invariant, beam at
  * least as likely as greedy; concurrent calls give the sequential results. */
 static void check_translation(halformer_model* m, int tgt_vocab, int eos) {
@@ -82,6 +126,7 @@ static void check_translation(halformer_model* m, int tgt_vocab, int eos) {
   for (int i = 0; i < 2; ++i)
     EXPECT(beam_scores[i] >= scores[i] - 1e-5f, "beam %f < greedy %f", beam_scores[i], scores[i]);
   check_concurrent_calls(m, src, lens);
+  check_decode_options(m);
 }
 
 /* Forward: logits are finite (sanity); they are returned for the int8 check. */

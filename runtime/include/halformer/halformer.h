@@ -61,6 +61,34 @@ int halformer_translate(halformer_model* model, const int32_t* const* src, const
                         int max_len, float length_penalty, int32_t* out_tokens, int32_t* out_lengths,
                         float* out_scores);
 
+/* Every decoding setting (decode_options in C++; docs/runtime.md, Decoding
+ * options). halformer_decode_options_init fills in the defaults (greedy, max_len
+ * 128); set the fields wanted, then call halformer_translate_options. Fields
+ * added in later versions go at the end, and `size` says which ones the caller knows. */
+typedef struct halformer_decode_options {
+  size_t size; /* sizeof(halformer_decode_options), set by init */
+  int beam, max_len;
+  float length_penalty;
+  /* Per sentence (NULL: none): target_prefix[i][0 .. target_prefix_lengths[i]) starts hypothesis i. */
+  const int32_t* const* target_prefix;
+  const int32_t* target_prefix_lengths;
+  int sampling_topk; /* 1: greedy or beam search; 0: the whole vocabulary; beam 1 only */
+  float sampling_topp, sampling_temperature;
+  int has_seed; /* 0: a fresh seed per call */
+  uint64_t seed;
+  float repetition_penalty;
+  int no_repeat_ngram_size, min_decoding_length, max_input_length;
+  /* Beam 1: on_token(user, sentence, token) as each token joins a hypothesis (NULL: none). */
+  void (*on_token)(void* user, int sentence, int32_t token);
+  void* user;
+} halformer_decode_options;
+void halformer_decode_options_init(halformer_decode_options* options);
+/* halformer_translate with every decoding setting: the best hypothesis of sentence
+ * i to out_tokens[i * options->max_len ...], its length and score (may be NULL). */
+int halformer_translate_options(halformer_model* model, const int32_t* const* src, const int32_t* src_lengths, int n,
+                                const halformer_decode_options* options, int32_t* out_tokens, int32_t* out_lengths,
+                                float* out_scores);
+
 /* Teacher-forced forward pass: src [batch][src_len] and tgt [batch][tgt_len], padded
  * with pad_id at the end; logits [batch][tgt_len][tgt_vocab]; memory (may be NULL)
  * [batch][src_len][d_model]. */
