@@ -4,7 +4,7 @@ weights converted with CTranslate2's Python spec API into a float32 model, then
 translated with the same threads.
 
   ct2_bench.py convert MODEL_DIR CT2_DIR
-  ct2_bench.py e2e CT2_DIR SOURCES --mode greedy|beam --batch B [--beam K]
+  ct2_bench.py e2e CT2_DIR SOURCES --mode greedy|beam|sample --batch B [--beam K]
                [--new-tokens N] [--threads T] [--samples S]
 
 Token id i is the vocabulary word "w<i>" (0-3: <blank> <s> </s> <unk>), so outputs
@@ -90,9 +90,14 @@ def e2e(a):
     rows = [[word(i) for i in r] for r in read_sources(a.sources, a.batch)]
     k = a.beam if a.mode == "beam" else 1
 
+    # sample: top-k 10 (bench_e2e's), EOS banned before the last token, so every
+    # system draws the same number of tokens.
+    sampling = dict(sampling_topk=10) if a.mode == "sample" else {}
+    ctranslate2.set_random_seed(1)
+
     def run(n):
         return tr.translate_batch(rows, beam_size=k, max_decoding_length=n, max_batch_size=0,
-                                  return_scores=False)
+                                  return_scores=False, min_decoding_length=n - 1 if sampling else 0, **sampling)
 
     run(2)  # warm-up
     secs, out = [], None
@@ -118,7 +123,7 @@ def main():
     p.add_argument("what", choices=["convert", "e2e"])
     p.add_argument("model")
     p.add_argument("arg")
-    p.add_argument("--mode", default="greedy", choices=["greedy", "beam"])
+    p.add_argument("--mode", default="greedy", choices=["greedy", "beam", "sample"])
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--new-tokens", type=int, default=64)

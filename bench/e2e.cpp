@@ -1,9 +1,10 @@
 // halformer end to end through its C++ API, one case per process (so that peak
 // RSS is the case's): encode a batch, or translate it greedily or with beam
-// search. Prints JSON: median/min/max seconds per batch, tokens per second
+// search, or sample it (top-k 10, seed 1, EOS banned before the last token,
+// as ct2_bench.py's sample mode). Prints JSON: median/min/max seconds per batch, tokens per second
 // (encode: source tokens; decode: generated tokens), peak RSS, and the first
 // sample's tokens (to compare outputs across runtimes).
-//   bench_e2e --model DIR --sources FILE --mode encode|greedy|beam --batch B
+//   bench_e2e --model DIR --sources FILE --mode encode|greedy|beam|sample --batch B
 //             [--beam K] [--new-tokens N] [--threads T] [--samples S] [--device D]
 #include "halformer/model.hpp"
 
@@ -20,6 +21,8 @@
 #include <string>
 
 namespace {
+constexpr int sample_topk = 10; // the sample mode's, ct2_bench.py's too
+
 struct options {
   std::string model_dir, sources_file, mode = "greedy", device = "cpu", compute_type = "float32", kv_cache = "auto";
   int batch = 1, beam = 4, new_tokens = 64, threads = 0, samples = 3;
@@ -28,7 +31,7 @@ struct options {
 void add_options(CLI::App& app, options& o) {
   app.add_option("--model", o.model_dir)->required();
   app.add_option("--sources", o.sources_file)->required();
-  app.add_option("--mode", o.mode)->check(CLI::IsMember({"encode", "greedy", "beam"}));
+  app.add_option("--mode", o.mode)->check(CLI::IsMember({"encode", "greedy", "beam", "sample"}));
   app.add_option("--batch", o.batch)->check(CLI::Range(1, 4096));
   app.add_option("--beam", o.beam)->check(CLI::Range(1, 64));
   app.add_option("--new-tokens", o.new_tokens)->check(CLI::Range(1, 100000));
@@ -107,6 +110,8 @@ int main(int argc, char** argv) {
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
     halformer::decode_options o;
     o.beam = opt.mode == "beam" ? opt.beam : 1, o.max_len = opt.new_tokens;
+    if (opt.mode == "sample")
+      o.sampling_topk = sample_topk, o.seed = 1, o.min_decoding_length = opt.new_tokens - 1;
     const auto r = time_runs(model, sources, opt, o);
     const double median = r.secs[r.secs.size() / 2];
     rusage ru{};

@@ -271,6 +271,10 @@ def measure_e2e(a, t, model, ct2_model, sources):
     res["int8"].append(heavy[INT8])
     if BF16 in heavy:
         res["bf16"].append(heavy[BF16])
+    # Random sampling, top-k 10 (each system's own draws: their outputs differ).
+    sample_batch = 1 if a.smoke else 8 if a.quick else 32
+    res["e2e"].append(e2e_case(a, t, "sample", sample_batch, model, ct2_model, sources, new_tokens, samples, False,
+                               case=f"sample top-k 10 batch {sample_batch}"))
     for r in res["e2e"] + res["natural"] + res["int8"] + res["bf16"]:
         for s in r["systems"].values():
             s.pop("first_tokens", None)

@@ -182,7 +182,8 @@ private:
   }
   void prepare_rules(const executor::beam_candidates& c, int r, const sentence& tokens) {
     const row_log_probs lp(c, r);
-    rules_.prepare(tokens, &c.logits(0, 0, r), lp.row_max, lp.top);
+    rules_.prepare(tokens, {&c.logits(0, 0, r), &c.chunk_max(0, 0, r), c.chunk_max.dim(0).extent(),
+                            dsl::kernels::beam_candidates::chunk, lp.row_max, lp.top});
   }
   const std::vector<std::pair<float, int>>& best_allowed(int k) {
     const auto& b = rules_.best(k);

@@ -78,8 +78,9 @@ double uniform_draw(std::uint64_t seed, std::size_t sentence, int step) {
   return double(x >> 11) * 0x1.0p-53;
 }
 
-void row_rules::prepare(const sentence& tokens, const float* logits, float row_max, float top_log_prob) {
-  logits_ = logits, row_max_ = row_max;
+void row_rules::prepare(const sentence& tokens, const row& r) {
+  row_ = r;
+  const float *logits = r.logits, row_max = r.row_max, top_log_prob = r.top_log_prob;
   eos_banned_ = int(tokens.size()) < o_.min_decoding_length;
   penalized_.clear(), ngram_banned_.clear();
   if (o_.repetition_penalty != 1.0f) {
@@ -109,16 +110,44 @@ bool row_rules::allowed(int token) const {
 }
 
 float row_rules::logit(int token) const {
-  const float l = logits_[token];
+  const float l = row_.logits[token];
   if (!std::binary_search(penalized_.begin(), penalized_.end(), token))
     return l;
   return l > 0 ? l / o_.repetition_penalty : l * o_.repetition_penalty;
 }
 
-float row_rules::log_prob(int token) const { return logit(token) - row_max_ + log_norm_shift_; }
+float row_rules::log_prob(int token) const { return logit(token) - row_.row_max + log_norm_shift_; }
+
+// Chunks in descending order of their maxima, each read whole, until the next
+// one's maximum is below the k-th best allowed logit found: a penalty >= 1 only
+// lowers logits, so a chunk's maximum bounds its logits after it too.
+void row_rules::best_of_chunks(int k) {
+  chunk_order_.clear();
+  for (int c = 0; c < row_.chunks; ++c)
+    chunk_order_.emplace_back(row_.chunk_max[c], c);
+  std::sort(chunk_order_.begin(), chunk_order_.end(), better);
+  for (const auto& [chunk_max, c] : chunk_order_) {
+    if (int(best_.size()) == k && chunk_max < best_.back().first)
+      break;
+    for (int v = c * row_.chunk; v < std::min(c_.tgt_vocab, (c + 1) * row_.chunk); ++v) {
+      if (!allowed(v))
+        continue;
+      const std::pair<float, int> x{logit(v), v};
+      if (int(best_.size()) == k && !better(x, best_.back()))
+        continue;
+      best_.insert(std::upper_bound(best_.begin(), best_.end(), x, better), x);
+      if (int(best_.size()) > k)
+        best_.pop_back();
+    }
+  }
+}
 
 const std::vector<std::pair<float, int>>& row_rules::best(int k) {
   best_.clear();
+  if (k > 0 && k <= 64 && o_.repetition_penalty >= 1.0f) {
+    best_of_chunks(k);
+    return best_;
+  }
   for (int v = 0; v < c_.tgt_vocab; ++v)
     if (allowed(v))
       best_.emplace_back(logit(v), v);

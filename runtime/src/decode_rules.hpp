@@ -33,9 +33,17 @@ double uniform_draw(std::uint64_t seed, std::size_t sentence, int step);
 class row_rules {
 public:
   row_rules(const decode_options& o, const model_config& c) : o_(o), c_(c) {}
-  // `tokens`: the hypothesis so far (prefix included); the row's logits, their
-  // maximum and the best token's log-probability (executor::beam_candidates).
-  void prepare(const sentence& tokens, const float* logits, float row_max, float top_log_prob);
+  // The row as the candidates kernel leaves it (executor::beam_candidates): its
+  // logits, each chunk's largest (`chunks` of `chunk` entries), the row's
+  // maximum and its best token's log-probability.
+  struct row {
+    const float* logits;
+    const float* chunk_max;
+    int chunks, chunk;
+    float row_max, top_log_prob;
+  };
+  // `tokens`: the hypothesis so far (prefix included).
+  void prepare(const sentence& tokens, const row& r);
   bool allowed(int token) const;
   float logit(int token) const; // after the repetition penalty
   float log_prob(int token) const;
@@ -47,12 +55,14 @@ public:
 private:
   const decode_options& o_;
   const model_config& c_;
-  const float* logits_ = nullptr;
-  float row_max_ = 0, log_norm_shift_ = 0; // log-probability = logit - row_max + shift
+  void best_of_chunks(int k); // best(k) reading only the chunks whose maximum can reach it
+  row row_{};
+  float log_norm_shift_ = 0; // log-probability = logit - row_max + shift
   bool eos_banned_ = false;
   std::vector<int> penalized_, ngram_banned_; // sorted
   std::vector<std::pair<float, int>> best_;
   std::vector<double> weights_;
+  std::vector<std::pair<float, int>> chunk_order_;
 };
 
 } // namespace halformer

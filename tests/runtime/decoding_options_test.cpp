@@ -121,6 +121,20 @@ TEST_CASE("greedy under bans and the repetition penalty takes the rules' token a
   }
 }
 
+TEST_CASE("at Transformer-base width (vocabulary 1200: 19 chunks) the pruned choices are the rules' too",
+          "[decode_options]") {
+  // A penalty >= 1 keeps each chunk's maximum a bound, and the choice reads only
+  // the chunks that can reach it (decode_rules.cpp best_of_chunks).
+  Model m = Model::load(fixtures::dir("base_width"));
+  const sentence src{5, 9, 3, 14, 7, 300, 2};
+  for (const rules r : {rules{1.5, 2, 4}, rules{1.0, 1, 0}}) {
+    decode_options o;
+    o.max_len = 24, o.repetition_penalty = float(r.penalty), o.no_repeat_ngram_size = r.ngram;
+    o.min_decoding_length = r.min_len;
+    check_replay(m, src, m.translate({src}, o)[0][0].tokens, r);
+  }
+}
+
 TEST_CASE("a target prefix starts every hypothesis, greedy and beam, and decoding goes on after it",
           "[decode_options]") {
   Model m = tiny();
