@@ -34,9 +34,13 @@ void translate_lines(Model& model, const decode_options& o, std::istream& in, in
       break;
     std::vector<sentence> sources;
     std::vector<std::size_t> line_of; // a source's index in c.lines
+    decode_options chunk_options = o;
     for (std::size_t i = 0; i < c.lines.size(); ++i)
-      if (c.lines[i])
+      if (c.lines[i]) {
         sources.push_back(*c.lines[i]), line_of.push_back(i);
+        if (lines.prefix)
+          chunk_options.target_prefix.push_back(lines.prefix(c.first + i));
+      }
     std::vector<std::vector<hypothesis>> ready(c.lines.size());
     std::vector<char> is_ready(c.lines.size(), 0);
     for (std::size_t i = 0; i < c.lines.size(); ++i)
@@ -53,7 +57,7 @@ void translate_lines(Model& model, const decode_options& o, std::istream& in, in
     };
     try {
       if (!sources.empty())
-        model.translate(sources, o, [&](std::size_t i, const std::vector<hypothesis>& h) {
+        model.translate(sources, chunk_options, [&](std::size_t i, const std::vector<hypothesis>& h) {
           ready[line_of[i]] = h;
           is_ready[line_of[i]] = 1;
           flush();

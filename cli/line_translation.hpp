@@ -15,6 +15,8 @@ struct line_source {
   std::function<std::optional<sentence>(const std::string& line, std::size_t number)> parse;
   // Prints line `number`'s hypotheses (empty for a line without a source).
   std::function<void(std::size_t number, const std::vector<hypothesis>&)> print;
+  // Optional: line `number`'s target prefix (decode_options::target_prefix).
+  std::function<sentence(std::size_t number)> prefix;
 };
 
 // Translates `in`'s lines `batch` sources at a time; each result is printed as soon

@@ -89,6 +89,9 @@ void add_decoding(CLI::App* cmd, model_request& m) {
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--input", m.input, "input file (default: stdin)");
   cmd->add_option("--output", m.output, "output file (default: stdout)");
+  cmd->add_option("--target-prefix", m.target_prefix,
+                  "file whose line N starts input line N's translation (target text for translate, ids for run; "
+                  "an empty line: none)");
   cmd->add_option("--batch", m.batch, "sentences decoded together")->check(CLI::Range(1, 4096));
   cmd->add_option("--threads", m.lo.threads, "threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--device", m.lo.device, "cpu, cuda, opencl, or auto (CUDA, else an OpenCL GPU, else CPU)")

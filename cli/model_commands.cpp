@@ -9,15 +9,17 @@
 #include <fmt/core.h>
 
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
 namespace halformer::cli {
 
 namespace {
-// One line of space-separated token ids; `line_no` names the line in errors.
-sentence parse_ids(const std::string& line, std::size_t line_no) {
+// One line of space-separated token ids (`what` and `line_no` name it in errors).
+sentence parse_ids(const std::string& line, std::size_t line_no, const char* what = "input") {
   std::istringstream in(line);
   sentence s;
   std::string word;
@@ -30,12 +32,29 @@ sentence parse_ids(const std::string& line, std::size_t line_no) {
       used = 0;
     }
     if (used != word.size() || v < 0 || v > (1ll << 30))
-      throw error(fmt::format("input line {}: '{}' is not a token id", line_no, word));
+      throw error(fmt::format("{} line {}: '{}' is not a token id", what, line_no, word));
     s.push_back(int(v));
   }
-  if (s.empty())
-    throw error(fmt::format("input line {} is empty", line_no));
   return s;
+}
+
+// --target-prefix: its lines, one per input line, each made a prefix by `parse`
+// (line text, line number); an input line without a prefix line is an error.
+std::function<sentence(std::size_t)> prefix_lines(const std::string& path,
+                                                  std::function<sentence(const std::string&, std::size_t)> parse) {
+  if (path.empty())
+    return nullptr;
+  std::ifstream file(path);
+  if (!file)
+    throw error("cannot open --target-prefix '" + path + "'");
+  auto lines = std::make_shared<std::vector<std::string>>();
+  for (std::string line; std::getline(file, line);)
+    lines->push_back(line);
+  return [lines, path, parse](std::size_t n) {
+    if (n > lines->size())
+      throw error(fmt::format("--target-prefix '{}' has {} lines: none for input line {}", path, lines->size(), n));
+    return parse((*lines)[n - 1], n);
+  };
 }
 
 std::string join(const sentence& s) {
@@ -52,6 +71,7 @@ Model load_model(model_request& r) {
   model.set_profiling(r.profile);
   if (!r.max_len_given && model.config().max_positions > 0)
     r.o.max_len = std::min(r.o.max_len, model.config().max_positions);
+  model.check_options(r.o, 0); // a bad option fails before any input is read (prefixes come per batch)
   return model;
 }
 
@@ -77,6 +97,8 @@ int run(model_request r) {
   line_source lines;
   lines.parse = [&](const std::string& line, std::size_t n) -> std::optional<sentence> {
     sentence s = parse_ids(line, n);
+    if (s.empty())
+      throw error(fmt::format("input line {} is empty", n));
     if (int(s.size()) > r.lo.max_source_length)
       throw error(fmt::format("input line {} has {} tokens, more than the maximum {} (--max-source-len)", n, s.size(),
                               r.lo.max_source_length));
@@ -93,6 +115,8 @@ int run(model_request r) {
       for (const auto& h : hyps)
         fmt::print("{} ||| {} ||| {:.6f}\n", n - 1, join(h.tokens), h.score);
   };
+  lines.prefix = prefix_lines(
+      r.target_prefix, [](const std::string& line, std::size_t n) { return parse_ids(line, n, "--target-prefix"); });
   stream(model, r, lines);
   return 0;
 }
@@ -124,6 +148,13 @@ int translate(model_request r) {
       for (const auto& h : hyps)
         fmt::print("{} ||| {} ||| {:.6f}\n", n - 1, tokenizer.decode(h.tokens), h.score);
   };
+  lines.prefix = prefix_lines(r.target_prefix, [&](const std::string& line, std::size_t n) {
+    try {
+      return tokenizer.encode_target_prefix(line);
+    } catch (const error& e) {
+      throw error(fmt::format("--target-prefix line {}: {}", n, e.what()));
+    }
+  });
   stream(model, r, lines);
   return 0;
 }

@@ -14,6 +14,7 @@ namespace halformer::cli {
 
 struct model_request {
   std::string dir, input, output; // input/output: files, else stdin/stdout
+  std::string target_prefix;      // a file: line n starts input line n's translation (empty: none)
   load_options lo;
   decode_options o;
   int batch = 32;             // sources decoded together

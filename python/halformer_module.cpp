@@ -28,8 +28,9 @@ using piece_rows = std::vector<std::vector<std::string>>;
 
 // The decoding keywords beside beam, length and hypotheses (CTranslate2's names;
 // decode_options says what each does), into `o`; an unknown one is an error
-// naming it. translate() takes them but target_prefix (token lists).
-void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o, bool token_level) {
+// naming it. target_prefix is the caller's to read: token lists for
+// translate_batch, texts for translate and translate_stream.
+void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o) {
   for (const auto& [key, value] : kw) {
     const std::string k = nb::cast<std::string>(key);
     if (k == "sampling_topk")
@@ -48,13 +49,10 @@ void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o, bool token
       o.min_decoding_length = nb::cast<int>(value);
     else if (k == "max_input_length")
       o.max_input_length = nb::cast<int>(value);
-    else if (k == "target_prefix" && token_level)
-      continue; // translate_batch reads it (ids or pieces)
-    else
+    else if (k != "target_prefix")
       throw halformer::error("unknown decoding option '" + k +
                              "' (sampling_topk, sampling_topp, sampling_temperature, seed, repetition_penalty, "
-                             "no_repeat_ngram_size, min_decoding_length, max_input_length" +
-                             (token_level ? ", target_prefix)" : ")"));
+                             "no_repeat_ngram_size, min_decoding_length, max_input_length, target_prefix)");
   }
 }
 
@@ -89,7 +87,10 @@ public:
         of_text.push_back(i);
       }
     decode_options o = options(beam, max_len, nbest, length_penalty);
-    apply_decoding_keywords(kw, o, false);
+    apply_decoding_keywords(kw, o);
+    if (kw.contains("target_prefix"))
+      o.target_prefix =
+          text_prefixes(nb::cast<std::vector<std::optional<std::string>>>(kw["target_prefix"]), texts.size(), of_text);
     const auto results = decode(sources, o);
     std::vector<std::vector<std::pair<std::string, float>>> out(texts.size());
     for (std::size_t i = 0; i < results.size(); ++i)
@@ -113,9 +114,13 @@ public:
     const bool pieces = std::holds_alternative<piece_rows>(source);
     std::vector<sentence> sources = token_rows(source);
     decode_options o = options(beam, max_len, nbest, length_penalty);
-    apply_decoding_keywords(kw, o, true);
-    if (kw.contains("target_prefix"))
-      o.target_prefix = token_rows(nb::cast<std::variant<id_rows, piece_rows>>(kw["target_prefix"]));
+    apply_decoding_keywords(kw, o);
+    if (kw.contains("target_prefix")) {
+      const auto prefix = nb::cast<std::variant<id_rows, piece_rows>>(kw["target_prefix"]);
+      o.target_prefix = std::holds_alternative<piece_rows>(prefix)
+                            ? tokenizer().target_ids_of_pieces(std::get<piece_rows>(prefix))
+                            : std::get<id_rows>(prefix);
+    }
     const auto results = decode(sources, o);
     std::vector<TranslationResult> out(results.size());
     for (std::size_t i = 0; i < results.size(); ++i)
@@ -132,7 +137,9 @@ public:
   std::vector<int> translate_tokens(const std::string& text, const nb::callable& on_token, std::optional<int> max_len,
                                     const nb::kwargs& kw) {
     decode_options o = options(1, max_len, 1, 1.0f);
-    apply_decoding_keywords(kw, o, false);
+    apply_decoding_keywords(kw, o);
+    if (kw.contains("target_prefix"))
+      o.target_prefix = text_prefixes({nb::cast<std::optional<std::string>>(kw["target_prefix"])}, 1, {0});
     o.on_token = [&on_token](std::size_t, int token) {
       nb::gil_scoped_acquire locked;
       on_token(token);
@@ -166,6 +173,23 @@ private:
   std::vector<sentence> token_rows(const std::variant<id_rows, piece_rows>& rows) const {
     return std::holds_alternative<piece_rows>(rows) ? tokenizer().ids_of_pieces(std::get<piece_rows>(rows))
                                                     : std::get<id_rows>(rows);
+  }
+
+  // translate's target_prefix: one text (or None) per text, tokenized as
+  // target text; the prefixes of the texts that are decoded (of_text).
+  std::vector<sentence> text_prefixes(const std::vector<std::optional<std::string>>& prefixes, std::size_t texts,
+                                      const std::vector<std::size_t>& of_text) const {
+    if (prefixes.size() != texts)
+      throw halformer::error("target_prefix has " + std::to_string(prefixes.size()) + " entries for " +
+                             std::to_string(texts) + " texts");
+    std::vector<sentence> rows;
+    for (const std::size_t i : of_text)
+      try {
+        rows.push_back(prefixes[i] ? tokenizer().encode_target_prefix(*prefixes[i]) : sentence{});
+      } catch (const halformer::error& e) {
+        throw halformer::error("target_prefix " + std::to_string(i) + ": " + e.what());
+      }
+    return rows;
   }
 
   // max_len: none gives 256 new tokens, or fewer where the model's positions end.
@@ -209,6 +233,8 @@ NB_MODULE(_halformer, m) {
           },
           "model_dir"_a)
       .def("encode", &halformer::Tokenizer::encode, "text"_a, "Source text -> ids, </s> appended")
+      .def("encode_target_prefix", &halformer::Tokenizer::encode_target_prefix, "text"_a,
+           "Target text -> ids as the start of a translation (text_target's ids without </s>)")
       .def("decode", &halformer::Tokenizer::decode, "ids"_a,
            "Target ids -> text (batch_decode(skip_special_tokens=True))");
 
@@ -222,7 +248,7 @@ NB_MODULE(_halformer, m) {
            "length_penalty"_a = 1.0f, "options"_a,
            "Translates text lines (empty ones stay empty); options: sampling_topk, sampling_topp, "
            "sampling_temperature, seed, repetition_penalty, no_repeat_ngram_size, min_decoding_length, "
-           "max_input_length")
+           "max_input_length, target_prefix (one target text or None per line: the translation starts with it)")
       .def("translate_batch", &Translator::translate_batch, "source"_a, "beam_size"_a = 1,
            "max_decoding_length"_a = nb::none(), "num_hypotheses"_a = 1, "length_penalty"_a = 1.0f, "options"_a,
            "Translates token lists (ids, or pieces through the vocabulary) as CTranslate2's translate_batch; "

@@ -52,7 +52,19 @@ bool better(const std::pair<float, int>& a, const std::pair<float, int>& b) {
 }
 } // namespace
 
-void check_decode_options(const decode_options& o, std::size_t sources, const model_config& c) {
+std::string limit_text(const model_config& c, int limit) {
+  return std::to_string(limit) + (limit == c.max_positions ? " (the model's max_position_embeddings)" : "");
+}
+
+void check_decode_options(const decode_options& o, std::size_t sources, const model_config& c, int max_target_length) {
+  if (o.beam < 1)
+    throw error("beam must be >= 1, not " + std::to_string(o.beam));
+  if (o.nbest < 1 || o.nbest > o.beam)
+    throw error("nbest must be in [1, beam = " + std::to_string(o.beam) + "], not " + std::to_string(o.nbest));
+  if (o.max_len < 1 || o.max_len > max_target_length)
+    throw error("max_len must be in [1, " + limit_text(c, max_target_length) + "], not " + std::to_string(o.max_len));
+  if (!(o.length_penalty >= 0))
+    throw error("length_penalty must be >= 0");
   check_prefixes(o, sources, c);
   check_sampling(o);
   if (!(o.repetition_penalty > 0) || !std::isfinite(o.repetition_penalty))

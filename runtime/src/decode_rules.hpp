@@ -9,14 +9,18 @@
 #include "halformer/model.hpp"
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace halformer {
 
 // Throws halformer::error naming the first bad option, for a call of `sources`
-// sentences on a model of `config`.
-void check_decode_options(const decode_options& o, std::size_t sources, const model_config& config);
+// sentences on a model of `config` that decodes at most `max_target_length` tokens.
+void check_decode_options(const decode_options& o, std::size_t sources, const model_config& config,
+                          int max_target_length);
+// A length limit in messages, saying where it is the model's last position.
+std::string limit_text(const model_config& c, int limit);
 
 // Whether any option needs a row's logits on the host at every step.
 bool needs_row_logits(const decode_options& o);

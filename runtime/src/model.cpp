@@ -111,9 +111,6 @@ void check_positions(const model_config& c, load_options& o) {
   o.max_source_length = std::min(o.max_source_length, c.max_positions);
   o.max_target_length = std::min(o.max_target_length, c.max_positions);
 }
-std::string limit_text(const model_config& c, int limit) {
-  return std::to_string(limit) + (limit == c.max_positions ? " (the model's max_position_embeddings)" : "");
-}
 } // namespace
 
 Model::Model(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -315,19 +312,14 @@ void Model::forward(const std::vector<sentence>& src, const std::vector<sentence
     *memory = dense(e.memory_on_host());
 }
 
+void Model::check_options(const decode_options& o, std::size_t sources) const {
+  check_decode_options(o, sources, impl_->config, impl_->options.max_target_length);
+}
+
 std::vector<std::vector<hypothesis>>
 Model::translate(const std::vector<sentence>& sources, const decode_options& o,
                  const std::function<void(std::size_t, const std::vector<hypothesis>&)>& on_done) {
-  if (o.beam < 1)
-    throw error("beam must be >= 1, not " + std::to_string(o.beam));
-  if (o.nbest < 1 || o.nbest > o.beam)
-    throw error("nbest must be in [1, beam = " + std::to_string(o.beam) + "], not " + std::to_string(o.nbest));
-  if (o.max_len < 1 || o.max_len > impl_->options.max_target_length)
-    throw error("max_len must be in [1, " + limit_text(impl_->config, impl_->options.max_target_length) + "], not " +
-                std::to_string(o.max_len));
-  if (!(o.length_penalty >= 0))
-    throw error("length_penalty must be >= 0");
-  check_decode_options(o, sources.size(), impl_->config);
+  check_options(o, sources.size());
   decode_options resolved = o;
   if (!resolved.seed)
     resolved.seed = std::random_device{}() * 0x100000001ull ^ std::random_device{}();

@@ -153,30 +153,71 @@ bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 struct Tokenizer::impl {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> source, target;
-  std::unordered_map<std::string, int> encoder; // source pieces
-  std::unordered_map<int, std::string> decoder; // target ids
-  std::vector<std::string> specials;            // eos, unk, pad
-  std::vector<int> special_ids;                 // in the source vocabulary, as transformers skips them
+  std::unordered_map<std::string, int> encoder;        // source pieces
+  std::unordered_map<std::string, int> target_encoder; // target pieces (the source's unless separate_vocabs)
+  std::unordered_map<int, std::string> decoder;        // target ids
+  std::vector<std::string> specials;                   // eos, unk, pad
+  std::vector<int> special_ids;                        // in the source vocabulary, as transformers skips them
   int eos = 0, unk = 0;
   bool clean_up_spaces = true;
   std::regex language_code{">>.+<<"};
 
-  int id_of(const std::string& piece) const {
-    const auto it = encoder.find(piece);
-    return it == encoder.end() ? unk : it->second;
+  // One side of the tokenizer: MarianTokenizer's input mode (source) or target mode.
+  struct side {
+    const sentencepiece::SentencePieceProcessor& spm;
+    const std::unordered_map<std::string, int>& vocabulary;
+  };
+  side source_side() const { return {*source, encoder}; }
+  side target_side() const { return {*target, target_encoder}; }
+
+  int id_of(const std::unordered_map<std::string, int>& vocabulary, const std::string& piece) const {
+    const auto it = vocabulary.find(piece);
+    return it == vocabulary.end() ? unk : it->second;
   }
   // MarianTokenizer._tokenize: a leading language code, then SentencePiece.
-  void encode_text(std::string text, std::vector<int>& ids) const {
+  void encode_text(const side& on, std::string text, std::vector<int>& ids) const {
     std::smatch code;
     if (std::regex_search(text, code, language_code, std::regex_constants::match_continuous))
-      ids.push_back(id_of(code.str()));
+      ids.push_back(id_of(on.vocabulary, code.str()));
     text = std::regex_replace(text, language_code, "");
     std::vector<std::string> pieces;
-    const auto status = source->Encode(text, &pieces);
+    const auto status = on.spm.Encode(text, &pieces);
     if (!status.ok())
       throw error("SentencePiece cannot encode the text: " + status.ToString());
     for (const auto& p : pieces)
-      ids.push_back(id_of(p));
+      ids.push_back(id_of(on.vocabulary, p));
+  }
+  // Special tokens written in the text stay whole (the longest at a position);
+  // the text between them is encoded piece by piece. Nothing is appended.
+  std::vector<int> encode_line(const side& on, const std::string& text) const {
+    std::size_t bad = 0;
+    if (!valid_utf8(text, &bad))
+      throw error("invalid UTF-8 at byte " + std::to_string(bad));
+    std::vector<int> ids;
+    std::size_t from = 0;
+    while (from < text.size()) {
+      std::size_t at = std::string::npos, length = 0;
+      int special = -1;
+      for (std::size_t k = 0; k < specials.size(); ++k) {
+        const std::size_t found = text.find(specials[k], from);
+        if (found < at || (found == at && found != std::string::npos && specials[k].size() > length))
+          at = found, length = specials[k].size(), special = int(k);
+      }
+      if (at != from)
+        encode_text(on, text.substr(from, at == std::string::npos ? std::string::npos : at - from), ids);
+      if (at == std::string::npos)
+        break;
+      ids.push_back(id_of(on.vocabulary, specials[std::size_t(special)]));
+      from = at + length;
+    }
+    return ids;
+  }
+  std::vector<std::vector<int>> ids_of_pieces(const side& on, const std::vector<std::vector<std::string>>& rows) const {
+    std::vector<std::vector<int>> ids(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      for (const auto& piece : rows[r])
+        ids[r].push_back(id_of(on.vocabulary, piece));
+    return ids;
   }
 };
 
@@ -211,7 +252,8 @@ Tokenizer Tokenizer::load(const std::string& dir) {
     return load_vocab(dir + "/target_vocab.json",
                       vocabulary_size_of(model_config, "decoder_vocab_size", model_config_path, source_size));
   };
-  for (const auto& [piece, id] : separate ? target_vocab() : p->encoder)
+  p->target_encoder = separate ? target_vocab() : p->encoder;
+  for (const auto& [piece, id] : p->target_encoder)
     p->decoder.emplace(id, piece);
   p->clean_up_spaces = get_bool_or(config, "clean_up_tokenization_spaces", config_path, true);
   p->specials = {special_token(config, "eos_token", config_path, "</s>"),
@@ -227,38 +269,21 @@ Tokenizer Tokenizer::load(const std::string& dir) {
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
-  std::size_t bad = 0;
-  if (!valid_utf8(text, &bad))
-    throw error("invalid UTF-8 at byte " + std::to_string(bad));
-  std::vector<int> ids;
-  // Special tokens written in the text stay whole (the longest at a position);
-  // the text between them is encoded piece by piece.
-  std::size_t from = 0;
-  while (from < text.size()) {
-    std::size_t at = std::string::npos, length = 0;
-    int special = -1;
-    for (std::size_t k = 0; k < impl_->specials.size(); ++k) {
-      const std::size_t found = text.find(impl_->specials[k], from);
-      if (found < at || (found == at && found != std::string::npos && impl_->specials[k].size() > length))
-        at = found, length = impl_->specials[k].size(), special = int(k);
-    }
-    if (at != from)
-      impl_->encode_text(text.substr(from, at == std::string::npos ? std::string::npos : at - from), ids);
-    if (at == std::string::npos)
-      break;
-    ids.push_back(impl_->special_ids[std::size_t(special)]);
-    from = at + length;
-  }
+  std::vector<int> ids = impl_->encode_line(impl_->source_side(), text);
   ids.push_back(impl_->eos);
   return ids;
 }
 
+std::vector<int> Tokenizer::encode_target_prefix(const std::string& text) const {
+  return impl_->encode_line(impl_->target_side(), text);
+}
+
 std::vector<std::vector<int>> Tokenizer::ids_of_pieces(const std::vector<std::vector<std::string>>& rows) const {
-  std::vector<std::vector<int>> ids(rows.size());
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    for (const auto& piece : rows[r])
-      ids[r].push_back(impl_->id_of(piece));
-  return ids;
+  return impl_->ids_of_pieces(impl_->source_side(), rows);
+}
+
+std::vector<std::vector<int>> Tokenizer::target_ids_of_pieces(const std::vector<std::vector<std::string>>& rows) const {
+  return impl_->ids_of_pieces(impl_->target_side(), rows);
 }
 
 std::vector<std::string> Tokenizer::pieces_of(const std::vector<int>& ids) const {

@@ -133,7 +133,41 @@ def main():
     if out.returncode == 0 or "input line 2" not in out.stderr or "UTF-8" not in out.stderr:
         failures.append(f"invalid UTF-8 on line 2 was not an error naming the line: {out.stderr!r}")
     failures += bad_vocabularies(cli, model_dir, input_path, work)
+    failures += target_prefixes(cli, tokenizer, model, model_dir, input_path, work)
     finish(failures)
+
+
+def target_prefixes(cli, tokenizer, model, model_dir, input_path, work):
+    """--target-prefix: line n's target text (tokenized as text_target, without
+    </s>) starts line n's translation, as generate's decoder_input_ids; an empty
+    line leaves its line alone; a file shorter than the input is an error."""
+    prefixes = ["the cat" if i % 2 == 0 else "" for i in range(len(LINES))]
+    path = os.path.join(work, "prefixes.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(prefixes) + "\n")
+    args = [cli, "translate", "--model", model_dir, "--input", input_path, "--max-len", "20", "--threads", "2"]
+    out = subprocess.run(args + ["--target-prefix", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        return [f"translate --target-prefix failed: {out.stderr}"]
+    got, want = out.stdout.split("\n")[:-1], []
+    start = model.config.decoder_start_token_id
+    for line, prefix in zip(LINES, prefixes):
+        ids = tokenizer(text_target=prefix).input_ids[:-1] if prefix else []
+        if not line:
+            want.append("")
+            continue
+        with torch.no_grad():
+            row = model.generate(**tokenizer([line], return_tensors="pt"), num_beams=1, do_sample=False,
+                                 decoder_input_ids=torch.tensor([[start] + ids]), max_new_tokens=20 - len(ids))
+        want.append(tokenizer.decode(row[0], skip_special_tokens=True))
+    print(f"--target-prefix: e.g. {LINES[0]!r} -> {got[0]!r}")
+    failures = differences("--target-prefix line", got, want)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("the\n")
+    out = subprocess.run(args + ["--target-prefix", path], capture_output=True, text=True)
+    if out.returncode == 0 or "none for input line 2" not in out.stderr:
+        failures.append(f"a --target-prefix file of 1 line for {len(LINES)} was not an error: {out.stderr!r}")
+    return failures
 
 
 def bad_vocabularies(cli, model_dir, input_path, work):

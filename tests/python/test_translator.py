@@ -205,6 +205,35 @@ def test_greedy_options_match_generate(marian, translator):
     assert [r.hypotheses[0][:3] for r in by_pieces] == [tokenizer.convert_ids_to_tokens(prefix)] * len(ids)
 
 
+def test_target_prefix_as_text(marian, translator):
+    """translate's target_prefix is target text, tokenized as MarianTokenizer's
+    text_target (target SentencePiece) without its </s>; the translation starts
+    with it, as generate's decoder_input_ids; None and empty texts leave lines alone."""
+    tokenizer, model, model_dir = marian
+    ours = halformer.Tokenizer(model_dir)
+    for text in fixture.LINES + fixture.corpus(13, 30) + ["<unk> a", ">>fr<< the cat"]:
+        assert ours.encode_target_prefix(text) == tokenizer(text_target=text).input_ids[:-1], text
+    texts = [line for line in fixture.LINES if line]
+    prefix_text = "the cat"
+    prefix = tokenizer(text_target=prefix_text).input_ids[:-1]
+    assert tokenizer(prefix_text).input_ids[:-1] != prefix  # source and target pieces differ here
+    got = translator.translate(texts, max_len=20, target_prefix=[prefix_text] * len(texts))
+    want = generate_ids(tokenizer, model, texts, prefix=prefix)
+    assert got == [tokenizer.decode(w, skip_special_tokens=True) for w in want]
+    assert all(g.startswith(prefix_text) for g in got)
+    prefixes = [None if i % 2 else prefix_text for i in range(len(fixture.LINES))]
+    mixed = translator.translate(fixture.LINES, max_len=20, target_prefix=prefixes)
+    plain = translator.translate(fixture.LINES, max_len=20)
+    with_prefix = translator.translate(fixture.LINES, max_len=20, target_prefix=[prefix_text] * len(fixture.LINES))
+    assert mixed == [p if i % 2 else w for i, (p, w) in enumerate(zip(plain, with_prefix))]
+    assert mixed[fixture.LINES.index("")] == ""
+    for text in texts[:3]:
+        joined = "".join(translator.translate_stream(text, max_len=20, target_prefix=prefix_text))
+        assert joined == translator.translate([text], max_len=20, target_prefix=[prefix_text])[0]
+    with pytest.raises(halformer.Error, match="target_prefix has 1 entries for 2 texts"):
+        translator.translate(["a b", "c"], target_prefix=["the"])
+
+
 def test_sampling_repeats_with_its_seed_and_streams_join_to_translate(translator):
     texts = [line for line in fixture.LINES if line]
     options = dict(sampling_topk=0, sampling_temperature=1.5, seed=11, max_len=20)

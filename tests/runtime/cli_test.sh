@@ -2,7 +2,7 @@
 # The halformer CLI end to end on a fixture model: help, run (greedy equals the
 # float64 reference's tokens), forward (equals PyTorch's logits), info, and its
 # errors (unknown option, empty line, bad token, missing file, sampling options)
-# with messages, and sampling seeds.
+# with messages, sampling seeds and --target-prefix files.
 set -u
 bin=$1 fixtures=$2
 model=$fixtures/post_ln_relu
@@ -25,12 +25,26 @@ expect_error "input line 1 has 4 tokens, more than the maximum 3" "$bin" run --m
 expect_error "--nbest 3 exceeds --beam 2" "$bin" run --model "$model" --beam 2 --nbest 3 --input <(printf '3\n')
 expect_error "sampling_topp must be in (0, 1]" "$bin" run --model "$model" --sampling-topk 0 --sampling-topp 1.5 --input <(printf '3\n')
 expect_error "takes beam 1" "$bin" run --model "$model" --sampling-topk 5 --beam 4 --input <(printf '3\n')
+# Options are checked before any input is read: with no input at all, too.
+expect_error "repetition_penalty must be > 0" "$bin" run --model "$model" --repetition-penalty 0 --input /dev/null
 # Sampling: a seed repeats its output, at any thread count; other seeds draw anew.
 sample() { "$bin" run --model "$model" --max-len 12 --sampling-topk 0 --sampling-temperature 1.5 "$@" <<<$'5 9 3 2\n4 8 2\n7 7 2'; }
 first=$(sample --seed 5) || fail "run --seed 5"
 [[ "$(sample --seed 5 --threads 1)" == "$first" ]] || fail "--seed 5 printed another output with one thread"
 others=$(for s in 6 7 8; do sample --seed $s; done)
 [[ "$others" != "$first"$'\n'"$first"$'\n'"$first" ]] || fail "seeds 6-8 printed seed 5's output"
+
+# --target-prefix: line N's ids start line N's output; an empty line leaves its line alone.
+plain=$("$bin" run --model "$model" --max-len 10 <<<$'5 9 3 2\n4 8 2') || fail "run"
+prefixed=$("$bin" run --model "$model" --max-len 10 --target-prefix <(printf '6 7\n\n') <<<$'5 9 3 2\n4 8 2') ||
+  fail "run --target-prefix"
+[[ $(sed -n 1p <<<"$prefixed") == "6 7 "* ]] || fail "--target-prefix '6 7' printed '$(sed -n 1p <<<"$prefixed")'"
+[[ $(sed -n 2p <<<"$prefixed") == "$(sed -n 2p <<<"$plain")" ]] || fail "an empty --target-prefix line changed line 2"
+expect_error "has 1 lines: none for input line 2" "$bin" run --model "$model" --target-prefix <(printf '6\n') \
+  --input <(printf '3\n4\n')
+expect_error "--target-prefix line 1: 'x' is not a token id" "$bin" run --model "$model" --target-prefix <(printf 'x\n') \
+  --input <(printf '3\n')
+expect_error "cannot open --target-prefix" "$bin" run --model "$model" --target-prefix /nonexistent --input <(printf '3\n')
 
 # Greedy tokens of the fixture's sentences equal the reference decoder's.
 want=$(/usr/bin/python3 -c "

@@ -98,6 +98,10 @@ public:
   std::vector<std::string> kernels() const;
   std::size_t weight_bytes() const; // resident weights
 
+  // Throws halformer::error naming the first of `options` that translate() would
+  // refuse for `sources` sentences (callers check them before reading input).
+  void check_options(const decode_options& options, std::size_t sources) const;
+
   // Translates every sentence; results[i] holds up to nbest hypotheses, best first.
   // `on_done(i, hyps)`, if given, is called as soon as sentence i has finished.
   std::vector<std::vector<hypothesis>>

@@ -24,6 +24,10 @@ public:
   // the rest SentencePiece pieces looked up in the vocabulary (unknown: <unk>), then
   // </s>. An empty line gives </s> alone.
   std::vector<int> encode(const std::string& text) const;
+  // A target text -> ids as the start of a translation (a target_prefix): as
+  // MarianTokenizer(text_target=text) but without the </s> it appends, so the
+  // hypothesis goes on after it. An empty text gives no ids.
+  std::vector<int> encode_target_prefix(const std::string& text) const;
   // Target ids -> text: special tokens dropped, pieces joined by SentencePiece,
   // surrounding spaces stripped and the tokenizer's clean-up of spaces before
   // punctuation applied (batch_decode(skip_special_tokens=True)).
@@ -31,6 +35,8 @@ public:
   // Pieces -> source ids (unknown: <unk>; nothing added), and target ids -> pieces,
   // for callers that tokenize themselves (CTranslate2's translate_batch style).
   std::vector<std::vector<int>> ids_of_pieces(const std::vector<std::vector<std::string>>& rows) const;
+  // Target pieces -> target ids (a target_prefix given as pieces; unknown: <unk>).
+  std::vector<std::vector<int>> target_ids_of_pieces(const std::vector<std::vector<std::string>>& rows) const;
   std::vector<std::string> pieces_of(const std::vector<int>& ids) const;
 
 private:
