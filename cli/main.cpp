@@ -75,7 +75,7 @@ void add_sampling(CLI::App* cmd, decode_options& o) {
 
 // The options of every command that decodes: run and translate.
 void add_decoding(CLI::App* cmd, model_request& m) {
-  cmd->add_option("--model", m.dir, "model directory (halformer's format or a MarianMT directory)")->required();
+  cmd->add_option("--model", m.dir, "model directory (halformer's format, MarianMT, NLLB or M2M100)")->required();
   cmd->add_option("--beam", m.o.beam, "beam size (1: greedy)")->check(CLI::Range(1, 64));
   cmd->add_option("--max-len", m.o.max_len,
                   "maximum new tokens per sentence (default: 128, or the model's last position)")
@@ -111,9 +111,14 @@ CLI::App* add_run(CLI::App& app, options& p) {
 }
 
 CLI::App* add_translate(CLI::App& app, options& p) {
-  auto* cmd = app.add_subcommand("translate", "translate text lines with a MarianMT directory's tokenizer "
-                                              "(SentencePiece + vocab.json); empty lines stay empty");
+  auto* cmd = app.add_subcommand("translate", "translate text lines with the model directory's tokenizer (MarianMT, "
+                                              "NLLB or M2M100); empty lines stay empty");
   add_decoding(cmd, p.m);
+  cmd->add_option(
+      "--source-lang", p.m.source_lang,
+      "NLLB / M2M100: the source's language code (eng_Latn, en; default: tokenizer_config.json's src_lang)");
+  cmd->add_option("--target-lang", p.m.target_lang,
+                  "NLLB / M2M100: the target's language code, forced as the first token (fra_Latn, fr)");
   p.m.progress = true; // on stderr, when it is a terminal
   return cmd;
 }

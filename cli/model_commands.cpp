@@ -124,12 +124,14 @@ int run(model_request r) {
 int translate(model_request r) {
   const Tokenizer tokenizer = Tokenizer::load(r.dir);
   Model model = load_model(r);
+  r.o.forced_bos_id = tokenizer.forced_bos_id(r.target_lang, model.config().forced_bos_id);
+  tokenizer.encode("", r.source_lang); // a missing or unknown code before any input is read
   line_source lines;
   lines.parse = [&](const std::string& line, std::size_t n) -> std::optional<sentence> {
     if (line.empty())
       return std::nullopt;
     try {
-      return tokenizer.encode(line);
+      return tokenizer.encode(line, r.source_lang);
     } catch (const error& e) {
       throw error(fmt::format("input line {}: {}", n, e.what()));
     }

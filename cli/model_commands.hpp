@@ -13,8 +13,9 @@ class App;
 namespace halformer::cli {
 
 struct model_request {
-  std::string dir, input, output; // input/output: files, else stdin/stdout
-  std::string target_prefix;      // a file: line n starts input line n's translation (empty: none)
+  std::string dir, input, output;       // input/output: files, else stdin/stdout
+  std::string target_prefix;            // a file: line n starts input line n's translation (empty: none)
+  std::string source_lang, target_lang; // translate: NLLB's and M2M100's language codes
   load_options lo;
   decode_options o;
   int batch = 32;             // sources decoded together

@@ -28,8 +28,8 @@ using piece_rows = std::vector<std::vector<std::string>>;
 
 // The decoding keywords beside beam, length and hypotheses (CTranslate2's names;
 // decode_options says what each does), into `o`; an unknown one is an error
-// naming it. target_prefix is the caller's to read: token lists for
-// translate_batch, texts for translate and translate_stream.
+// naming it. target_prefix, source_lang and target_lang are the caller's to read:
+// token lists for translate_batch, texts for translate and translate_stream.
 void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o) {
   for (const auto& [key, value] : kw) {
     const std::string k = nb::cast<std::string>(key);
@@ -49,10 +49,11 @@ void apply_decoding_keywords(const nb::kwargs& kw, decode_options& o) {
       o.min_decoding_length = nb::cast<int>(value);
     else if (k == "max_input_length")
       o.max_input_length = nb::cast<int>(value);
-    else if (k != "target_prefix")
+    else if (k != "target_prefix" && k != "source_lang" && k != "target_lang")
       throw halformer::error("unknown decoding option '" + k +
                              "' (sampling_topk, sampling_topp, sampling_temperature, seed, repetition_penalty, "
-                             "no_repeat_ngram_size, min_decoding_length, max_input_length, target_prefix)");
+                             "no_repeat_ngram_size, min_decoding_length, max_input_length, target_prefix, "
+                             "source_lang, target_lang)");
   }
 }
 
@@ -75,19 +76,20 @@ public:
   nb::object translate(const std::vector<std::string>& texts, int beam, std::optional<int> max_len, int nbest,
                        float length_penalty, const nb::kwargs& kw) {
     const halformer::Tokenizer& t = tokenizer();
+    decode_options o = options(beam, max_len, nbest, length_penalty);
+    apply_decoding_keywords(kw, o);
+    const std::string source_lang = languages(kw, o, true);
     std::vector<sentence> sources;
     std::vector<std::size_t> of_text; // source i is texts[of_text[i]]; empty texts stay empty
     for (std::size_t i = 0; i < texts.size(); ++i)
       if (!texts[i].empty()) {
         try {
-          sources.push_back(t.encode(texts[i]));
+          sources.push_back(t.encode(texts[i], source_lang));
         } catch (const halformer::error& e) {
           throw halformer::error("text " + std::to_string(i) + ": " + e.what());
         }
         of_text.push_back(i);
       }
-    decode_options o = options(beam, max_len, nbest, length_penalty);
-    apply_decoding_keywords(kw, o);
     if (kw.contains("target_prefix"))
       o.target_prefix =
           text_prefixes(nb::cast<std::vector<std::optional<std::string>>>(kw["target_prefix"]), texts.size(), of_text);
@@ -115,6 +117,7 @@ public:
     std::vector<sentence> sources = token_rows(source);
     decode_options o = options(beam, max_len, nbest, length_penalty);
     apply_decoding_keywords(kw, o);
+    languages(kw, o, false);
     if (kw.contains("target_prefix")) {
       const auto prefix = nb::cast<std::variant<id_rows, piece_rows>>(kw["target_prefix"]);
       o.target_prefix = std::holds_alternative<piece_rows>(prefix)
@@ -138,13 +141,14 @@ public:
                                     const nb::kwargs& kw) {
     decode_options o = options(1, max_len, 1, 1.0f);
     apply_decoding_keywords(kw, o);
+    const std::string source_lang = languages(kw, o, true);
     if (kw.contains("target_prefix"))
       o.target_prefix = text_prefixes({nb::cast<std::optional<std::string>>(kw["target_prefix"])}, 1, {0});
     o.on_token = [&on_token](std::size_t, int token) {
       nb::gil_scoped_acquire locked;
       on_token(token);
     };
-    const auto results = decode({tokenizer().encode(text)}, o);
+    const auto results = decode({tokenizer().encode(text, source_lang)}, o);
     return results.at(0).at(0).tokens;
   }
   std::string decode_text(const std::vector<int>& ids) const { return tokenizer().decode(ids); }
@@ -168,6 +172,18 @@ private:
       throw halformer::error("this model directory has no tokenizer (source.spm, target.spm, vocab.json); "
                              "translate_batch takes token ids");
     return *tokenizer_;
+  }
+
+  // source_lang and target_lang (NLLB, M2M100): target_lang's code is forced
+  // first; returns source_lang's (text only: translate_batch's sources are tokens).
+  std::string languages(const nb::kwargs& kw, decode_options& o, bool text) const {
+    const auto code = [&](const char* key) { return kw.contains(key) ? nb::cast<std::string>(kw[key]) : ""; };
+    if (!text && kw.contains("source_lang"))
+      throw halformer::error("source_lang is for text (translate, translate_stream): translate_batch's sources are "
+                             "tokens, the language code among them");
+    if (text || kw.contains("target_lang"))
+      o.forced_bos_id = tokenizer().forced_bos_id(code("target_lang"), model_.config().forced_bos_id);
+    return code("source_lang");
   }
 
   std::vector<sentence> token_rows(const std::variant<id_rows, piece_rows>& rows) const {
@@ -225,21 +241,26 @@ NB_MODULE(_halformer, m) {
                ", scores=" + nb::cast<std::string>(nb::repr(nb::cast(r.scores))) + ")";
       });
 
-  nb::class_<halformer::Tokenizer>(m, "Tokenizer", "A MarianMT directory's tokenizer, as transformers' MarianTokenizer")
+  nb::class_<halformer::Tokenizer>(m, "Tokenizer",
+                                   "A model directory's tokenizer, as transformers' MarianTokenizer, NllbTokenizer "
+                                   "or M2M100Tokenizer")
       .def(
           "__init__",
           [](halformer::Tokenizer* t, const std::string& dir) {
             new (t) halformer::Tokenizer(halformer::Tokenizer::load(dir));
           },
           "model_dir"_a)
-      .def("encode", &halformer::Tokenizer::encode, "text"_a, "Source text -> ids, </s> appended")
+      .def("encode", &halformer::Tokenizer::encode, "text"_a, "source_lang"_a = "",
+           "Source text -> ids, </s> appended (NLLB / M2M100: source_lang's code first)")
+      .def("language_id", &halformer::Tokenizer::language_id, "code"_a,
+           "A language code's token id (NLLB 'fra_Latn', M2M100 'fr')")
       .def("encode_target_prefix", &halformer::Tokenizer::encode_target_prefix, "text"_a,
            "Target text -> ids as the start of a translation (text_target's ids without </s>)")
       .def("decode", &halformer::Tokenizer::decode, "ids"_a,
            "Target ids -> text (batch_decode(skip_special_tokens=True))");
 
   nb::class_<Translator>(m, "Translator",
-                         "A loaded model (a MarianMT directory or halformer's format) and its tokenizer")
+                         "A loaded model (MarianMT, NLLB, M2M100 or halformer's format) and its tokenizer")
       .def(nb::init<const std::string&, const std::string&, const std::string&, int, const std::string&>(),
            "model_dir"_a, "device"_a = "cpu", "compute_type"_a = "float32", "threads"_a = 0, "kv_cache"_a = "auto",
            "kv_cache: the decoder's attention keys and values, float32, float16 (CPU) or auto (float16 with int8 or "

@@ -4,6 +4,7 @@
 #include "int8_problems.hpp"
 
 #include "halformer/dsl/panels.hpp"
+#include "halformer/positions.hpp"
 
 #include <cmath>
 
@@ -32,13 +33,14 @@ ib weight_sums(const i8b& w, int inputs, std::vector<int> outputs) {
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  const bool split = s.get("split", 0) != 0;
+  const bool split = s.get("split", 0) != 0, fairseq = s.get("fairseq", 0) != 0;
   p.f_names = {"table_step", "out"}, p.i8_names = {"table"}, p.i_names = {"ids"}, p.outputs = {"out"};
   p.activations = {"ids", "out"};
   p.scalars = {{"d_model_size", halformer::i32_type, {.i32 = D}},
                {"scale", halformer::f32_type, {.f32 = std::sqrt(float(D))}},
                {"offset", halformer::i32_type, {.i32 = 0}},
-               {"split_positions", halformer::bool_type, {.boolean = split}}};
+               {"split_positions", halformer::bool_type, {.boolean = split}},
+               {"frequency_step", halformer::f32_type, {.f32 = float(sinusoid_frequency_step(D, fairseq))}}};
   p.make = [=] {
     call_set c{{random_steps({V}, 1), fb(D, T, B)}, {ib(T, B)}};
     c.i8.push_back(dsl::panels::pack<i8b>(random_int8_weight({D, V}), 1));
@@ -52,7 +54,7 @@ problem embedding(shape_args& s) {
       for (int d = 0; d < D; ++d)
         table(d, v) *= c.f[0](v);
     for (auto [t, b] : sample_rows(T, B))
-      compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split), t, b, m);
+      compare_row3(c.f[1], ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split, fairseq), t, b, m);
   };
   p.flops = 2.0 * D * T * B, p.bytes = (D + 4.0) * T * B; // the rows gathered and their steps
   // As the float embedding's (kernel_problems.cpp): the positions' float32 angles;

@@ -8,6 +8,7 @@
 
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/panels.hpp"
+#include "halformer/positions.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -153,10 +154,12 @@ problem beam_candidates(shape_args& s) {
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
-  const bool split = s.get("split", 0) != 0; // positions' layout: sines then cosines
+  const bool split = s.get("split", 0) != 0;     // positions' layout: sines then cosines
+  const bool fairseq = s.get("fairseq", 0) != 0; // positions' frequencies as fairseq's
   p.f_names = {"table", "out"}, p.i_names = {"ids"}, p.outputs = {"out"}, p.activations = {"ids", "out"};
   p.scalars = {i32_scalar("vocab_size", V), f32_scalar("scale", std::sqrt(float(D))), i32_scalar("offset", 0),
-               bool_scalar("split_positions", split)};
+               bool_scalar("split_positions", split),
+               f32_scalar("frequency_step", float(sinusoid_frequency_step(D, fairseq)))};
   p.make = [=] {
     call_set c{{random_panels({D, V}, 1, 1), fb(D, T, B)}, {ib(T, B)}};
     std::uniform_int_distribution<int> id(0, V - 1);
@@ -166,7 +169,7 @@ problem embedding(shape_args& s) {
   p.verify = [=](call_set& c, error_meter& m) {
     const auto table = ref::to_ref(dsl::panels::unpack<fb>(c.f[0], {D, V}, 1));
     for (auto [t, b] : sample_rows(T, B)) {
-      const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split);
+      const auto want = ref::embedding(table, {{c.i[0](t, b)}}, std::sqrt(double(D)), t, split, fairseq);
       compare_row3(c.f[1], want, t, b, m);
     }
   };

@@ -5,6 +5,7 @@
     translator.translate(["Hello world."])            # -> ["Hallo Welt."]
     translator.translate(["Hello world."], beam=4, nbest=2)  # -> [[(text, score), ...]]
     translator.translate(["Hello world."], sampling_topk=10, seed=1)  # random sampling
+    nllb.translate(["Hello world."], source_lang="eng_Latn", target_lang="fra_Latn")  # NLLB, M2M100
     translator.translate_batch([["▁Hello", "▁world", "."]])  # CTranslate2 style, on pieces
     for piece in translator.translate_stream("Hello world."):  # text as it is decoded
         print(piece, end="")

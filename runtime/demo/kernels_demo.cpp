@@ -2,6 +2,7 @@
 // (embedding -> qkv -> attention -> out projection -> add&norm -> FFN -> norm) and
 // prints the ISA used, the output's statistics and each kernel's time. The full
 // encoder-decoder with real models arrives with the runtime (see README).
+#include "halformer/positions.hpp"
 #include "hf_all.h"
 
 #include <HalideBuffer.h>
@@ -70,8 +71,10 @@ int main() {
     const char* name;
     double ms;
   } steps[] = {
-      {"embedding",
-       timed([&] { check(hf_embedding(table, ids, vocab, std::sqrt(float(d_model)), 0, false, x), "embedding"); })},
+      {"embedding", timed([&] {
+         const float step = float(halformer::sinusoid_frequency_step(d_model, false));
+         check(hf_embedding(table, ids, vocab, std::sqrt(float(d_model)), 0, false, step, x), "embedding");
+       })},
       {"qkv_projection", timed([&] { check(hf_qkv_projection(x, wq, wk, wv, bq, bk, bv, q, k, v), "qkv"); })},
       {"attention",
        timed([&] { check(hf_attention(q, k, v, kv_rows, lengths, false, 0, false, true, a), "attention"); })},

@@ -7,7 +7,6 @@
 #include <functional>
 
 namespace halformer {
-
 namespace {
 struct beam {
   std::vector<int> tokens;
@@ -39,6 +38,7 @@ public:
         on_done_(on_done), ids_(1, n * K_), rules_(o, c) {
     for (int s = 0; s < n && !o.target_prefix.empty(); ++s)
       longest_prefix_ = std::max(longest_prefix_, int(o.target_prefix[first + std::size_t(s)].size()));
+    longest_prefix_ += forced_bos_ >= 0; // the forced first token comes before each prefix
     for (auto* set : {&live_, &next_})
       for (auto& b : *set)
         b.tokens.reserve(std::size_t(o.max_len));
@@ -75,12 +75,14 @@ private:
   bool forced_eos(int step) const { return c_.forced_eos && step == o_.max_len - 1; }
   // Whether this step's choices need the rows' logits on the host (decode_rules.hpp).
   bool ruled(int step) const { return needs_row_logits(o_) || step < o_.min_decoding_length || step < longest_prefix_; }
-  // Sentence s's forced token at `step`, or -1 past its prefix.
+  // The first new token forced with log P 0 (generate's forced_bos_token_id).
+  bool forced_first(int step) const { return forced_bos_ >= 0 && step == 0; }
+  // Sentence s's forced token at `step` (the forced first token, then its prefix), or -1 past them.
   int prefix_token(int s, int step) const {
-    if (o_.target_prefix.empty())
-      return -1;
-    const sentence& p = o_.target_prefix[first_ + std::size_t(s)];
-    return step < int(p.size()) ? p[std::size_t(step)] : -1;
+    if (forced_bos_ >= 0 && step-- == 0)
+      return forced_bos_;
+    const sentence* p = o_.target_prefix.empty() ? nullptr : &o_.target_prefix[first_ + std::size_t(s)];
+    return p && step < int(p->size()) ? (*p)[std::size_t(step)] : -1;
   }
   // A hypothesis' score at `step` (0-based): its length counts every new token, EOS included.
   double normalized(double score, int step) const {
@@ -177,7 +179,7 @@ private:
         id = rules_.sample(uniform_draw(*o_.seed, first_ + std::size_t(s), step));
       else if (id < 0)
         id = best_allowed(1).front().second;
-      take(s, id, rules_.log_prob(id), step);
+      take(s, id, forced_first(step) ? 0.0f : rules_.log_prob(id), step);
     }
   }
   void prepare_rules(const executor::beam_candidates& c, int r, const sentence& tokens) {
@@ -271,7 +273,7 @@ private:
     }
     prepare_rules(c, r, from.tokens);
     if (const int forced = prefix_token(s, step); forced >= 0) {
-      best_.push_back({accumulate(from.score, rules_.log_prob(forced)), b, forced});
+      best_.push_back({accumulate(from.score, forced_first(step) ? 0.0f : rules_.log_prob(forced)), b, forced});
       return;
     }
     for (const auto& [logit, v] : best_allowed(2 * K_))
@@ -367,6 +369,7 @@ private:
   const int K_;
   const std::size_t first_; // the call's index of this chunk's first sentence
   int remaining_, longest_prefix_ = 0;
+  const int forced_bos_ = o_.forced_bos_id >= 0 ? o_.forced_bos_id : c_.forced_bos_id;
   std::vector<beam> live_, next_;
   std::vector<std::vector<hypothesis>> finished_;
   std::vector<char> done_;

@@ -57,6 +57,7 @@ halformer::decode_options decode_options_of(const halformer_decode_options& c, i
     o.seed = c.seed;
   o.repetition_penalty = c.repetition_penalty, o.no_repeat_ngram_size = c.no_repeat_ngram_size;
   o.min_decoding_length = c.min_decoding_length, o.max_input_length = c.max_input_length;
+  o.forced_bos_id = c.forced_bos_id;
   if (c.on_token)
     o.on_token = [f = c.on_token, user = c.user](std::size_t i, int token) { f(user, int(i), int32_t(token)); };
   return o;
@@ -154,7 +155,8 @@ void halformer_decode_options_init(halformer_decode_options* options) {
               d.min_decoding_length,
               d.max_input_length,
               nullptr,
-              nullptr};
+              nullptr,
+              d.forced_bos_id};
 }
 
 int halformer_translate_options(halformer_model* m, const int32_t* const* src, const int32_t* src_lengths, int n,

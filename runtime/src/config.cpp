@@ -4,6 +4,7 @@
 #include "marian_config.hpp"
 
 #include "halformer/error.hpp"
+#include "halformer/positions.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,10 @@ model_config model_config::parse(const std::string& text, const std::string& whe
   return c;
 }
 
+double model_config::frequency_step() const {
+  return sinusoid_frequency_step(d_model, frequencies == position_frequencies::fairseq);
+}
+
 model_config model_config::load(const std::string& path, std::vector<std::string>* warnings) {
   return parse(read_text(path), path, warnings);
 }
@@ -71,14 +76,14 @@ model_config model_config::load_dir(const std::string& dir, std::vector<std::str
   if (!j.contains("model_type"))
     return parse(text, path, warnings); // halformer's own format
   const std::string type = get_string(j, "model_type", path);
-  if (type != "marian")
+  if (type != "marian" && type != "m2m_100")
     throw error(path + ": model_type '" + type +
-                "' is not supported (supported: marian, or halformer's own "
+                "' is not supported (supported: marian, m2m_100 (M2M100, NLLB), or halformer's own "
                 "format without a model_type; docs/model-format.md)");
   const std::string generation = dir + "/generation_config.json";
-  const bool has_generation = std::ifstream(generation).good();
-  return parse_marian_config(j, path, has_generation ? parse_object(read_text(generation), generation) : json::object(),
-                             generation, warnings);
+  const json rules =
+      std::ifstream(generation).good() ? parse_object(read_text(generation), generation) : json::object();
+  return (type == "marian" ? parse_marian_config : parse_m2m100_config)(j, path, rules, generation, warnings);
 }
 
 } // namespace halformer

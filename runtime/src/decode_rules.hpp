@@ -59,7 +59,8 @@ public:
 private:
   const decode_options& o_;
   const model_config& c_;
-  void best_of_chunks(int k); // best(k) reading only the chunks whose maximum can reach it
+  void best_of_chunks(int k);     // best(k) reading only the chunks whose maximum can reach it
+  int sample_whole_row(double u); // sample() over every allowed token (top-k 0, top-p 1)
   row row_{};
   float log_norm_shift_ = 0; // log-probability = logit - row_max + shift
   bool eos_banned_ = false;

@@ -158,6 +158,9 @@ executor::scalar_value executor::scalar(const operand& o) const {
                    : o.kind == role::embedding_scale
                        ? (config_.scale_embedding ? std::sqrt(double(config_.d_model)) : 1.0)
                    : o.kind == role::split_positions ? double(config_.positions == position_layout::split)
+                   : o.kind == role::frequency_step  ? config_.frequency_step()
+                   : o.kind == role::first_position  ? config_.first_position
+                   : o.kind == role::target_position ? pos_ + config_.first_position
                                                      : o.value;
   scalar_value s{};
   if (o.type.code == halide_type_float)

@@ -225,6 +225,9 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
   case role::layer_norm_eps:
   case role::embedding_scale:
   case role::split_positions:
+  case role::frequency_step:
+  case role::first_position:
+  case role::target_position:
     return op;
   case role::cache:
   case role::per_source:

@@ -45,11 +45,12 @@ std::vector<int> banned_of(const json& j, const std::string& where) {
   return ids;
 }
 
-// The decoding rules (start, end, banned and forced tokens) from `rules`: the
+// The decoding rules (start, end, banned and forced tokens; `start` where the
+// rules name none) from `rules`: the
 // generation config when the directory has one, else config.json (as transformers'
 // generate() takes them).
-void decoding_rules(model_config& c, const json& rules, const std::string& where, int vocab_size) {
-  c.bos_id = get_int_or(rules, "decoder_start_token_id", where, 0, c.pad_id);
+void decoding_rules(model_config& c, const json& rules, const std::string& where, int vocab_size, int start) {
+  c.bos_id = get_int_or(rules, "decoder_start_token_id", where, 0, start);
   c.eos_id = single_id(rules, "eos_token_id", where, c.eos_id);
   c.banned_ids = banned_of(rules, where);
   const json forced = rules.contains("forced_eos_token_id") ? rules["forced_eos_token_id"] : json();
@@ -57,18 +58,33 @@ void decoding_rules(model_config& c, const json& rules, const std::string& where
   if (c.forced_eos && get_int(rules, "forced_eos_token_id", where, 0) != c.eos_id)
     throw error(where + ": forced_eos_token_id " + forced.dump() + " differs from eos_token_id " +
                 std::to_string(c.eos_id) + " (not supported)");
+  if (rules.contains("forced_bos_token_id") && !rules["forced_bos_token_id"].is_null())
+    c.forced_bos_id = get_int(rules, "forced_bos_token_id", where, 0);
   for (const int id : c.banned_ids)
     if (id >= vocab_size)
       throw error(where + ": bad_words_ids token " + std::to_string(id) + " is outside the target vocabulary (" +
                   std::to_string(vocab_size) + ")");
 }
-} // namespace
 
-model_config parse_marian_config(const json& j, const std::string& where, const json& generation,
-                                 const std::string& generation_where, std::vector<std::string>* warnings) {
-  model_config c; // absent keys: MarianConfig's defaults
-  c.format = "marian";
+// A family's defaults for the keys MarianConfig and M2M100Config share.
+struct bart_defaults {
+  const char* format;
+  int eos;
+  const char* activation;
+  bool scale_embedding;
+  int pad;
+};
+
+// What MarianConfig and M2M100Config share (BART's keys): the layers' sizes, the
+// activation, embeddings and the special ids.
+model_config bart_layers(const json& j, const std::string& where, const bart_defaults& d) {
+  model_config c;
+  c.format = d.format;
   c.beam = model_config::beam_rules::transformers;
+  c.eos_id = d.eos;
+  const char* default_activation = d.activation;
+  const bool default_scale = d.scale_embedding;
+  const int default_pad = d.pad;
   c.d_model = get_int_or(j, "d_model", where, 1, 1024);
   c.nhead = get_int_or(j, "encoder_attention_heads", where, 1, 16);
   if (get_int_or(j, "decoder_attention_heads", where, 1, 16) != c.nhead)
@@ -82,32 +98,62 @@ model_config parse_marian_config(const json& j, const std::string& where, const 
   c.dim_feedforward = get_int_or(j, "encoder_ffn_dim", where, 1, 4096);
   if (get_int_or(j, "decoder_ffn_dim", where, 1, 4096) != c.dim_feedforward)
     throw error(where + ": encoder_ffn_dim and decoder_ffn_dim differ (halformer needs one FFN width)");
-  const int vocab = get_int_or(j, "vocab_size", where, 1, 58101);
-  c.shared_embeddings = get_bool_or(j, "share_encoder_decoder_embeddings", where, true);
-  c.src_vocab = vocab;
-  c.tgt_vocab = c.shared_embeddings ? vocab : get_int_or(j, "decoder_vocab_size", where, 1, vocab);
   c.tied_output = get_bool_or(j, "tie_word_embeddings", where, true);
-  c.activation = activation_of(get_string_or(j, "activation_function", where, "gelu"), where);
-  c.scale_embedding = get_bool_or(j, "scale_embedding", where, false);
+  c.activation = activation_of(get_string_or(j, "activation_function", where, default_activation), where);
+  c.scale_embedding = get_bool_or(j, "scale_embedding", where, default_scale);
   c.max_positions = get_int_or(j, "max_position_embeddings", where, 1, 1024);
   c.positions = position_layout::split;
-  c.layer_norm_eps = 1e-5f; // nn.LayerNorm's default, as MarianMTModel's
-  // transformers' Marian is post-norm without final norms; a pre-norm export says so.
-  c.norm_first = c.final_norm = get_bool_or(j, "normalize_before", where, false);
-  if (c.norm_first && warnings)
-    warnings->push_back(where + ": normalize_before is true: pre-norm layers and final norms "
-                                "(model.encoder.layer_norm); transformers' MarianMTModel ignores this key");
-  c.pad_id = get_int_or(j, "pad_token_id", where, 0, 58100);
-  c.eos_id = single_id(j, "eos_token_id", where, 0);
-  if (generation.empty())
-    decoding_rules(c, j, where, c.tgt_vocab);
-  else
-    decoding_rules(c, generation, generation_where, c.tgt_vocab);
+  c.layer_norm_eps = 1e-5f; // nn.LayerNorm's default, as both models'
+  c.pad_id = get_int_or(j, "pad_token_id", where, 0, default_pad);
+  c.eos_id = single_id(j, "eos_token_id", where, c.eos_id);
+  return c;
+}
+
+// The decoding rules, from generation_config.json where the directory has one
+// (`generation` not empty), and the start, end and pad ids within the target vocabulary.
+void rules_and_ids(model_config& c, const json& j, const std::string& where, const json& generation,
+                   const std::string& generation_where, int start) {
+  const bool own_rules = !generation.empty();
+  decoding_rules(c, own_rules ? generation : j, own_rules ? generation_where : where, c.tgt_vocab, start);
   for (const auto& [name, id] :
        {std::pair{"decoder_start_token_id", c.bos_id}, {"eos_token_id", c.eos_id}, {"pad_token_id", c.pad_id}})
     if (id >= c.tgt_vocab)
       throw error(where + ": " + name + " " + std::to_string(id) + " is outside the target vocabulary (" +
                   std::to_string(c.tgt_vocab) + ")");
+  if (c.forced_bos_id >= c.tgt_vocab)
+    throw error(where + ": forced_bos_token_id " + std::to_string(c.forced_bos_id) +
+                " is outside the target vocabulary (" + std::to_string(c.tgt_vocab) + ")");
+}
+} // namespace
+
+model_config parse_marian_config(const json& j, const std::string& where, const json& generation,
+                                 const std::string& generation_where, std::vector<std::string>* warnings) {
+  model_config c = bart_layers(j, where, {"marian", 0, "gelu", false, 58100}); // MarianConfig's defaults
+  const int vocab = get_int_or(j, "vocab_size", where, 1, 58101);
+  c.shared_embeddings = get_bool_or(j, "share_encoder_decoder_embeddings", where, true);
+  c.src_vocab = vocab;
+  c.tgt_vocab = c.shared_embeddings ? vocab : get_int_or(j, "decoder_vocab_size", where, 1, vocab);
+  // transformers' Marian is post-norm without final norms; a pre-norm export says so.
+  c.norm_first = c.final_norm = get_bool_or(j, "normalize_before", where, false);
+  if (c.norm_first && warnings)
+    warnings->push_back(where + ": normalize_before is true: pre-norm layers and final norms "
+                                "(model.encoder.layer_norm); transformers' MarianMTModel ignores this key");
+  rules_and_ids(c, j, where, generation, generation_where, c.pad_id);
+  return c;
+}
+
+model_config parse_m2m100_config(const json& j, const std::string& where, const json& generation,
+                                 const std::string& generation_where, std::vector<std::string>* warnings) {
+  model_config c = bart_layers(j, where, {"m2m_100", 2, "relu", true, 1}); // M2M100Config's defaults
+  if (c.d_model < 4 || c.d_model % 2 != 0) // fairseq's frequencies divide by d_model / 2 - 1
+    throw error(where + ": d_model " + std::to_string(c.d_model) + " must be even and at least 4 (m2m_100)");
+  c.src_vocab = c.tgt_vocab = get_int_or(j, "vocab_size", where, 1, 128112);
+  c.shared_embeddings = true; // M2M100Model embeds both sides with model.shared
+  c.norm_first = c.final_norm = true;
+  c.frequencies = position_frequencies::fairseq;
+  c.first_position = c.pad_id + 1; // fairseq counts positions after the pad's
+  (void)warnings;                  // nothing M2M100Config has is ignored
+  rules_and_ids(c, j, where, generation, generation_where, 2);
   return c;
 }
 

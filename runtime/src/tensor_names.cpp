@@ -64,7 +64,9 @@ tensor_source torch_transformer(const model_config& c, const std::string& name) 
   return {{attn + "in_proj_bias"}, {3 * d}, int(block * d)};
 }
 
-// A Hugging Face MarianMT checkpoint (transformers' MarianMTModel state_dict).
+// A Hugging Face MarianMT checkpoint (transformers' MarianMTModel state_dict), or
+// an M2M100ForConditionalGeneration one (M2M100, NLLB): the same names, one shared
+// table, no final_logits_bias.
 tensor_source marian(const model_config& c, const std::string& name) {
   const auto p = parts_of(name);
   const std::string shared = "model.shared.weight", enc = "model.encoder.embed_tokens.weight",
@@ -82,7 +84,7 @@ tensor_source marian(const model_config& c, const std::string& name) {
     return {names};
   }
   if (name == "generator.bias")
-    return {{"final_logits_bias"}, {1, c.tgt_vocab}};
+    return {{"final_logits_bias"}, {1, c.tgt_vocab}, 0, false, c.format == "m2m_100"};
   if (is_final_norm(p))
     return {{"model." + p[0].substr(0, 7) + ".layer_norm." + p[1]}};
   const std::string layer = layer_of(c, name, p, "model.");
@@ -109,7 +111,7 @@ tensor_source marian(const model_config& c, const std::string& name) {
 tensor_source tensor_source_of(const model_config& config, const std::string& name) {
   if (config.format == "halformer")
     return torch_transformer(config, name);
-  if (config.format == "marian")
+  if (config.format == "marian" || config.format == "m2m_100")
     return marian(config, name);
   throw error("unknown model format '" + config.format + "'");
 }

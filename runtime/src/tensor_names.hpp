@@ -32,6 +32,8 @@ struct tensor_source {
   // The tensor is the leading rows of a stored one that may have more (a decoder
   // table transformers sizes by the source vocabulary; the target's ids are fewer).
   bool leading_rows = false;
+  // A file without any of `names` holds zeros for it (M2M100's logits have no bias).
+  bool zeros_if_absent = false;
 };
 
 // `name` (the runtime's) in `config.format`'s table.

@@ -1,15 +1,8 @@
 #include "halformer/tokenizer.hpp"
 
-#include "config_json.hpp"
-#include "halformer/error.hpp"
+#include "tokenizer_impl.hpp"
 
-#include <sentencepiece_processor.h>
-
-#include <fstream>
-#include <limits>
-#include <map>
-#include <regex>
-#include <unordered_map>
+#include <algorithm>
 
 namespace halformer {
 
@@ -100,126 +93,77 @@ std::string clean_up(std::string s) {
   return s;
 }
 
-// A special token of tokenizer_config.json: a string or an AddedToken object.
-std::string special_token(const json& config, const std::string& key, const std::string& where,
-                          const std::string& otherwise) {
-  if (!config.contains(key) || config[key].is_null())
-    return otherwise;
-  const json& v = config[key];
-  if (v.is_object())
-    return get_string(v, "content", where + " " + key);
-  return get_string(config, key, where);
-}
-
-// A vocabulary's size: `key` of the directory's config.json (MarianMT's
-// vocab_size, decoder_vocab_size), or `otherwise` where it has none.
-struct vocabulary_size {
-  long long ids;
-  std::string what;
-};
-vocabulary_size vocabulary_size_of(const json& config, const std::string& key, const std::string& where,
-                                   const vocabulary_size& otherwise) {
-  const int ids = get_int_or(config, key, where, 1, 0);
-  return ids == 0 ? otherwise : vocabulary_size{ids, where + " " + key + " " + std::to_string(ids)};
-}
-
-// vocab.json: every id an integer within the vocabulary, checked here (an id
-// past an int would wrap and surface at translate time as another token).
-// JSON's non-negative integers parse as unsigned.
-std::unordered_map<std::string, int> load_vocab(const std::string& path, const vocabulary_size& size) {
-  const json j = parse_object(read_text(path), path);
-  std::unordered_map<std::string, int> vocab;
-  for (const auto& [piece, id] : j.items()) {
-    if (!id.is_number_unsigned())
-      throw error(path + ": the id of '" + piece + "' must be a non-negative integer, not " + id.dump());
-    if (id.get<unsigned long long>() >= static_cast<unsigned long long>(size.ids))
-      throw error(path + ": the id of '" + piece + "', " + id.dump() + ", is outside the vocabulary (" + size.what +
-                  ")");
-    vocab.emplace(piece, id.get<int>());
-  }
-  return vocab;
-}
-
-std::unique_ptr<sentencepiece::SentencePieceProcessor> load_spm(const std::string& path) {
-  auto p = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = p->Load(path);
-  if (!status.ok())
-    throw error("cannot load SentencePiece model '" + path + "': " + status.ToString());
-  return p;
-}
-
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
 } // namespace
 
-struct Tokenizer::impl {
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> source, target;
-  std::unordered_map<std::string, int> encoder;        // source pieces
-  std::unordered_map<std::string, int> target_encoder; // target pieces (the source's unless separate_vocabs)
-  std::unordered_map<int, std::string> decoder;        // target ids
-  std::vector<std::string> specials;                   // eos, unk, pad
-  std::vector<int> special_ids;                        // in the source vocabulary, as transformers skips them
-  int eos = 0, unk = 0;
-  bool clean_up_spaces = true;
-  std::regex language_code{">>.+<<"};
-
-  // One side of the tokenizer: MarianTokenizer's input mode (source) or target mode.
-  struct side {
-    const sentencepiece::SentencePieceProcessor& spm;
-    const std::unordered_map<std::string, int>& vocabulary;
-  };
-  side source_side() const { return {*source, encoder}; }
-  side target_side() const { return {*target, target_encoder}; }
-
-  int id_of(const std::unordered_map<std::string, int>& vocabulary, const std::string& piece) const {
-    const auto it = vocabulary.find(piece);
-    return it == vocabulary.end() ? unk : it->second;
-  }
-  // MarianTokenizer._tokenize: a leading language code, then SentencePiece.
-  void encode_text(const side& on, std::string text, std::vector<int>& ids) const {
+// MarianTokenizer._tokenize: a leading language code (Marian's only), then SentencePiece.
+void Tokenizer::impl::encode_text(const side& on, std::string text, std::vector<int>& ids) const {
+  if (kind == family::marian) {
     std::smatch code;
     if (std::regex_search(text, code, language_code, std::regex_constants::match_continuous))
       ids.push_back(id_of(on.vocabulary, code.str()));
     text = std::regex_replace(text, language_code, "");
-    std::vector<std::string> pieces;
-    const auto status = on.spm.Encode(text, &pieces);
-    if (!status.ok())
-      throw error("SentencePiece cannot encode the text: " + status.ToString());
-    for (const auto& p : pieces)
-      ids.push_back(id_of(on.vocabulary, p));
   }
-  // Special tokens written in the text stay whole (the longest at a position);
-  // the text between them is encoded piece by piece. Nothing is appended.
-  std::vector<int> encode_line(const side& on, const std::string& text) const {
-    std::size_t bad = 0;
-    if (!valid_utf8(text, &bad))
-      throw error("invalid UTF-8 at byte " + std::to_string(bad));
-    std::vector<int> ids;
-    std::size_t from = 0;
-    while (from < text.size()) {
-      std::size_t at = std::string::npos, length = 0;
-      int special = -1;
-      for (std::size_t k = 0; k < specials.size(); ++k) {
-        const std::size_t found = text.find(specials[k], from);
-        if (found < at || (found == at && found != std::string::npos && specials[k].size() > length))
-          at = found, length = specials[k].size(), special = int(k);
-      }
-      if (at != from)
-        encode_text(on, text.substr(from, at == std::string::npos ? std::string::npos : at - from), ids);
-      if (at == std::string::npos)
-        break;
-      ids.push_back(id_of(on.vocabulary, specials[std::size_t(special)]));
-      from = at + length;
+  std::vector<std::string> pieces;
+  const auto status = on.spm.Encode(text, &pieces);
+  if (!status.ok())
+    throw error("SentencePiece cannot encode the text: " + status.ToString());
+  for (const auto& p : pieces)
+    ids.push_back(id_of(on.vocabulary, p));
+}
+
+// Special tokens written in the text stay whole (the longest at a position);
+// the text between them is encoded piece by piece. Nothing is appended.
+std::vector<int> Tokenizer::impl::encode_line(const side& on, const std::string& text) const {
+  std::size_t bad = 0;
+  if (!valid_utf8(text, &bad))
+    throw error("invalid UTF-8 at byte " + std::to_string(bad));
+  std::vector<int> ids;
+  std::size_t from = 0;
+  while (from < text.size()) {
+    std::size_t at = std::string::npos, length = 0;
+    int special = -1;
+    for (std::size_t k = 0; k < specials.size(); ++k) {
+      const std::size_t found = text.find(specials[k], from);
+      if (found < at || (found == at && found != std::string::npos && specials[k].size() > length))
+        at = found, length = specials[k].size(), special = int(k);
     }
-    return ids;
+    if (at != from)
+      encode_text(on, text.substr(from, at == std::string::npos ? std::string::npos : at - from), ids);
+    if (at == std::string::npos)
+      break;
+    ids.push_back(id_of(on.vocabulary, specials[std::size_t(special)]));
+    from = at + length;
   }
-  std::vector<std::vector<int>> ids_of_pieces(const side& on, const std::vector<std::vector<std::string>>& rows) const {
-    std::vector<std::vector<int>> ids(rows.size());
-    for (std::size_t r = 0; r < rows.size(); ++r)
-      for (const auto& piece : rows[r])
-        ids[r].push_back(id_of(on.vocabulary, piece));
-    return ids;
-  }
-};
+  return ids;
+}
+
+std::vector<std::vector<int>> Tokenizer::impl::ids_of_pieces(const side& on,
+                                                             const std::vector<std::vector<std::string>>& rows) const {
+  std::vector<std::vector<int>> ids(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (const auto& piece : rows[r])
+      ids[r].push_back(id_of(on.vocabulary, piece));
+  return ids;
+}
+
+int Tokenizer::impl::language_id(const std::string& code) const {
+  if (kind == family::marian)
+    throw error("a MarianMT tokenizer has no language codes to choose ('" + code +
+                "'): a multilingual Marian model takes its target code (>>fr<<) in the source text");
+  const std::string token = kind == family::m2m100 && code.rfind("__", 0) != 0 ? "__" + code + "__" : code;
+  const auto it = languages.find(token);
+  if (it != languages.end())
+    return it->second;
+  std::vector<std::string> known;
+  for (const auto& [name, id] : languages)
+    known.push_back(name);
+  std::sort(known.begin(), known.end());
+  std::string some;
+  for (std::size_t i = 0; i < known.size() && i < 8; ++i)
+    some += (i ? ", " : "") + known[i];
+  throw error("unknown language code '" + code + "' (this tokenizer has " + std::to_string(known.size()) + ": " + some +
+              (known.size() > 8 ? ", ..." : "") + ")");
+}
 
 Tokenizer::Tokenizer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -227,50 +171,47 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 bool Tokenizer::available(const std::string& dir) {
-  return exists(dir + "/source.spm") && exists(dir + "/target.spm") && exists(dir + "/vocab.json");
+  impl::family kind;
+  return impl::family_of(dir, kind);
 }
 
 Tokenizer Tokenizer::load(const std::string& dir) {
-  for (const char* f : {"source.spm", "target.spm", "vocab.json"})
-    if (!exists(dir + "/" + f))
-      throw error("tokenizer: '" + dir + "' has no " + f +
-                  " (a MarianMT directory has source.spm, target.spm "
-                  "and vocab.json)");
-  const std::string config_path = dir + "/tokenizer_config.json";
-  const json config = exists(config_path) ? parse_object(read_text(config_path), config_path) : json::object();
   auto p = std::make_unique<impl>();
-  p->source = load_spm(dir + "/source.spm");
-  p->target = load_spm(dir + "/target.spm");
-  const std::string model_config_path = dir + "/config.json";
-  const json model_config =
-      exists(model_config_path) ? parse_object(read_text(model_config_path), model_config_path) : json::object();
-  const vocabulary_size source_size = vocabulary_size_of(model_config, "vocab_size", model_config_path,
-                                                         {std::numeric_limits<int>::max() + 1LL, "the largest int id"});
-  p->encoder = load_vocab(dir + "/vocab.json", source_size);
-  const bool separate = get_bool_or(config, "separate_vocabs", config_path, false);
-  const auto target_vocab = [&] {
-    return load_vocab(dir + "/target_vocab.json",
-                      vocabulary_size_of(model_config, "decoder_vocab_size", model_config_path, source_size));
-  };
-  p->target_encoder = separate ? target_vocab() : p->encoder;
-  for (const auto& [piece, id] : p->target_encoder)
-    p->decoder.emplace(id, piece);
-  p->clean_up_spaces = get_bool_or(config, "clean_up_tokenization_spaces", config_path, true);
-  p->specials = {special_token(config, "eos_token", config_path, "</s>"),
-                 special_token(config, "unk_token", config_path, "<unk>"),
-                 special_token(config, "pad_token", config_path, "<pad>")};
-  for (const auto& s : p->specials) {
-    if (!p->encoder.count(s))
-      throw error(dir + "/vocab.json has no special token '" + s + "'");
-    p->special_ids.push_back(p->encoder.at(s));
-  }
-  p->eos = p->special_ids[0], p->unk = p->special_ids[1];
+  impl::family_of(dir, p->kind);
+  if (p->kind == impl::family::marian)
+    p->load_marian(dir);
+  else
+    p->load_multilingual(dir);
   return Tokenizer(std::move(p));
 }
 
-std::vector<int> Tokenizer::encode(const std::string& text) const {
-  std::vector<int> ids = impl_->encode_line(impl_->source_side(), text);
-  ids.push_back(impl_->eos);
+bool Tokenizer::multilingual() const { return impl_->kind != impl::family::marian; }
+
+int Tokenizer::language_id(const std::string& code) const { return impl_->language_id(code); }
+
+int Tokenizer::forced_bos_id(const std::string& target_lang, int model_forced_bos) const {
+  if (!target_lang.empty())
+    return language_id(target_lang);
+  if (multilingual() && model_forced_bos < 0)
+    throw error("target_lang is required: this model (NLLB or M2M100) is told the target language by its code, "
+                "e.g. target_lang 'fra_Latn' (NLLB) or 'fr' (M2M100)");
+  return -1;
+}
+
+std::vector<int> Tokenizer::encode(const std::string& text, const std::string& source_lang) const {
+  const impl& t = *impl_;
+  std::vector<int> ids;
+  if (t.kind != impl::family::marian) { // NLLB and M2M100: [source_lang] pieces </s>
+    const std::string& lang = source_lang.empty() ? t.source_language : source_lang;
+    if (lang.empty())
+      throw error("source_lang is required: this tokenizer's tokenizer_config.json names no src_lang");
+    ids.push_back(t.language_id(lang));
+  } else if (!source_lang.empty()) {
+    t.language_id(source_lang); // Marian's error naming the code
+  }
+  const std::vector<int> pieces = t.encode_line(t.source_side(), text);
+  ids.insert(ids.end(), pieces.begin(), pieces.end());
+  ids.push_back(t.eos);
   return ids;
 }
 

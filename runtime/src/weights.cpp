@@ -180,8 +180,13 @@ public:
   }
 
   fbuffer vector(const std::string& name, int n) const {
-    const auto v = read(name, {n});
     fbuffer b(n);
+    const tensor_source s = tensor_source_of(c_, name);
+    if (s.zeros_if_absent && std::none_of(s.names.begin(), s.names.end(), [&](const auto& k) { return f_.has(k); })) {
+      b.fill(0.0f);
+      return b;
+    }
+    const auto v = read(name, {n});
     std::copy(v.begin(), v.end(), b.data());
     return b;
   }

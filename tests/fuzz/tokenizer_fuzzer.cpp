@@ -1,7 +1,9 @@
-// libFuzzer target: any bytes as a MarianMT directory's vocab.json,
+// libFuzzer target: any bytes as a tokenizer directory's vocab.json,
 // tokenizer_config.json and config.json (NUL-separated, in that order; a part
 // left out is a file left out), beside real SentencePiece models (the directory
-// HALFORMER_FUZZ_SPM names: source.spm, target.spm): the tokenizer loads or
+// HALFORMER_FUZZ_SPM names: source.spm, target.spm, and source.spm again as
+// sentencepiece.bpe.model, which NLLB's and M2M100's tokenizer_class read; the
+// seeds name each family): the tokenizer loads or
 // throws halformer::error, and a loaded one encodes text and decodes any ids
 // (those of the vocabulary, past it and negative) without crashing.
 #include "halformer/error.hpp"
@@ -39,6 +41,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fs::create_directories(directory);
   for (const char* name : {"source.spm", "target.spm"})
     fs::copy_file(fs::path(spm) / name, directory / name, fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(spm) / "source.spm", directory / "sentencepiece.bpe.model",
+                fs::copy_options::overwrite_existing);
   return 0;
 }
 
@@ -54,7 +58,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     write_or_remove(directory / names[i], i < parts.size() ? &parts[i] : nullptr);
   try {
     const halformer::Tokenizer t = halformer::Tokenizer::load(directory.string());
-    (void)t.encode(">>de<< Hello, world: </s> <unk> <pad> \xc3\xa9t\xc3\xa9.");
+    (void)t.encode(">>de<< Hello, world: </s> <unk> <pad> __fr__ fra_Latn \xc3\xa9t\xc3\xa9.");
+    if (t.multilingual()) {
+      for (const char* code : {"fr", "__en__", "eng_Latn", ""})
+        try {
+          (void)t.encode("a b", code);
+          (void)t.language_id(code);
+        } catch (const halformer::error&) {
+        }
+    }
     std::vector<int> ids{-2, -1};
     for (int id = 0; id < 64; ++id)
       ids.push_back(id);

@@ -7,6 +7,8 @@
 // position + 1) * 2^-24 absolute on top of the usual relative 1e-5.
 #include "support.hpp"
 
+#include "halformer/positions.hpp"
+
 using test::Buffer;
 
 TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
@@ -14,16 +16,18 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
   // the same buffer): vocabularies of partial panels and panel groups included.
   struct shape {
     int d_model, vocab, t, batch, offset;
-    bool split; // sines then cosines (Marian) instead of interleaved
+    bool split;           // sines then cosines (Marian, fairseq) instead of interleaved
+    bool fairseq = false; // frequencies 10000^(-i / (d / 2 - 1)) (M2M100, NLLB)
   };
   for (const auto& s :
        {shape{1, 1, 1, 1, 0, false}, shape{7, 11, 7, 2, 0, false}, shape{64, 100, 64, 3, 5, false},
         shape{333, 50, 7, 1, 1, false}, shape{512, 1000, 1, 8, 200, false}, shape{16, 20, 333, 1, 0, false},
         shape{1, 1, 1, 1, 0, true}, shape{7, 11, 7, 2, 3, true}, shape{512, 1000, 1, 8, 200, true},
         shape{333, 50, 7, 1, 1, true}, shape{333, 50, 9, 2, 1, false}, shape{512, 1000, 3, 5, 0, true},
-        shape{40, 65, 2, 3, 0, false}}) {
+        shape{40, 65, 2, 3, 0, false}, shape{64, 100, 9, 2, 2, true, true}, shape{512, 1000, 3, 4, 130, true, true},
+        shape{6, 7, 333, 1, 2, true, true}}) {
     INFO("d_model " << s.d_model << " vocab " << s.vocab << " t " << s.t << " batch " << s.batch << " offset "
-                    << s.offset << " split " << s.split);
+                    << s.offset << " split " << s.split << " fairseq " << s.fairseq);
     const auto logical = test::random({s.d_model, s.vocab});
     auto table = test::panels(logical, 1);
     Buffer<int32_t> ids(s.t, s.batch);
@@ -31,8 +35,9 @@ TEST_CASE("embedding gathers, scales and adds positions", "[embedding]") {
     ids.for_each_element([&](int t, int b) { ids(t, b) = id_rows[b][t] = int(test::rng()() % unsigned(s.vocab)); });
     const float scale = std::sqrt(float(s.d_model));
     Buffer<float> out(s.d_model, s.t, s.batch);
-    REQUIRE_OK(HF(embedding)(table, ids, s.vocab, scale, s.offset, s.split, out));
-    const auto want = ref::embedding(test::to_ref(logical), id_rows, scale, s.offset, s.split);
+    const float step = float(halformer::sinusoid_frequency_step(s.d_model, s.fairseq));
+    REQUIRE_OK(HF(embedding)(table, ids, s.vocab, scale, s.offset, s.split, step, out));
+    const auto want = ref::embedding(test::to_ref(logical), id_rows, scale, s.offset, s.split, s.fairseq);
     const double atol = 2e-5 + 6.0 * (s.t + s.offset + 1) * std::ldexp(1.0, -24);
     double worst = 0;
     std::size_t i = 0;
@@ -54,7 +59,7 @@ TEST_CASE("out-of-range token ids are an error naming the id", "[embedding][erro
   for (int bad : {10, 63, -1, 1 << 30}) {
     ids.fill(3);
     ids(2, 1) = bad;
-    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 10, 1.0f, 0, false, out), "token id " + std::to_string(bad));
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 10, 1.0f, 0, false, 0.1f, out), "token id " + std::to_string(bad));
   }
 }
 
@@ -63,9 +68,9 @@ TEST_CASE("a vocabulary size the table's panels cannot hold is an error", "[embe
   Buffer<int32_t> ids(4, 2);
   ids.fill(3);
   Buffer<float> out(8, 4, 2);
-  REQUIRE_OK(HF(embedding)(table, ids, 64, 1.0f, 0, false, out));
-  REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 65, 1.0f, 0, false, out),
+  REQUIRE_OK(HF(embedding)(table, ids, 64, 1.0f, 0, false, 0.1f, out));
+  REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, 65, 1.0f, 0, false, 0.1f, out),
                        "Input buffer table is accessed at 4, which is beyond the max (3) in dimension 3");
   for (int bad : {0, -5})
-    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, bad, 1.0f, 0, false, out), "table.extent.3 (4) == ");
+    REQUIRE_KERNEL_ERROR(HF(embedding)(table, ids, bad, 1.0f, 0, false, 0.1f, out), "table.extent.3 (4) == ");
 }

@@ -125,7 +125,7 @@ static void errors_have_messages(void) {
   halide_buffer_t bt = make_buffer(table, dt, et, 4, 0), bi = make_buffer(ids, di, ei, 2, 1),
                   bo = make_buffer(out, dout, eo, 3, 0);
   halformer_clear_error();
-  int rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, &bo);
+  int rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, 0.1f, &bo);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "token id 4"), "rc %d, message '%s'", rc, halformer_last_error());
 
   int eo_bad[3] = {3, 5, 1}; /* t = 5 but ids have 2 positions */
@@ -133,7 +133,7 @@ static void errors_have_messages(void) {
   halide_buffer_t bo_bad = make_buffer(out_bad, dout, eo_bad, 3, 0);
   ids[1] = 2;
   halformer_clear_error();
-  rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, &bo_bad);
+  rc = hf_embedding(&bt, &bi, 4, 1.0f, 0, 0, 0.1f, &bo_bad);
   EXPECT(rc != 0 && strstr(halformer_last_error(), "out"), "rc %d, message '%s'", rc, halformer_last_error());
 
   EXPECT(halformer_force_isa("avx1024") != 0 && strstr(halformer_last_error(), "avx1024"), "unknown ISA accepted");

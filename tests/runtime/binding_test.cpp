@@ -78,9 +78,12 @@ TEST_CASE("a misspelled weight name is a load error naming it", "[binding]") {
 TEST_CASE("the whole model is described: embeddings, final norms, logits, beam candidates, pick", "[binding]") {
   const loaded_model m("post_ln_relu");
   auto d = layer_descriptions::of(m.config);
-  CHECK(step_of(d.encoder_input, "embedding").operands.size() == 7);
-  CHECK(step_of(d.decoder_input, "embedding").operands.size() == 7);
-  CHECK(operand_of(step_of(d.decoder_input, "embedding"), "offset").kind == layers::role::position);
+  CHECK(step_of(d.encoder_input, "embedding").operands.size() == 8);
+  CHECK(step_of(d.decoder_input, "embedding").operands.size() == 8);
+  // Positions from the model's first (fairseq's pad + 1), the decoder's past the call's position.
+  CHECK(operand_of(step_of(d.encoder_input, "embedding"), "offset").kind == layers::role::first_position);
+  CHECK(operand_of(step_of(d.decoder_input, "embedding"), "offset").kind == layers::role::target_position);
+  CHECK(operand_of(step_of(d.decoder_input, "embedding"), "frequency_step").kind == layers::role::frequency_step);
   CHECK(operand_of(step_of(d.encoder_input, "embedding"), "ids").kind == layers::role::tokens);
   CHECK(step_of(d.decoder_output, "logits").function == "logits");
   CHECK(operand_of(step_of(d.candidates, "beam_candidates"), "chunk_max").actual == "chunk_max");

@@ -93,6 +93,15 @@ static void check_decode_options(halformer_model* m) {
   EXPECT(halformer_translate_options(m, src, lens, 2, &o, again, again_lens, NULL) == 0, "again");
   EXPECT(memcmp(out_lens, again_lens, sizeof out_lens) == 0 && memcmp(out, again, sizeof(int32_t) * out_lens[0]) == 0,
          "seed 9 gave another sample");
+  /* A forced first token comes before each prefix: 5 7 11 ... and 5 ... */
+  o.forced_bos_id = 5;
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) == 0, "forced_bos_id: %s",
+         halformer_last_error_message());
+  EXPECT(out_lens[0] >= 3 && out[0] == 5 && out[1] == 7 && out[2] == 11 && out_lens[1] >= 1 && out[MAX_LEN] == 5,
+         "forced_bos_id 5 is not each hypothesis' first token");
+  o.forced_bos_id = 1 << 30;
+  EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) != 0, "forced_bos_id 2^30 accepted");
+  o.forced_bos_id = -1;
   o.sampling_topp = 2.0f;
   EXPECT(halformer_translate_options(m, src, lens, 2, &o, out, out_lens, NULL) != 0, "topp 2 accepted");
   EXPECT(strstr(halformer_last_error_message(), "sampling_topp must be in (0, 1]") != NULL, "message: %s",

@@ -1,4 +1,4 @@
-// MarianMT config.json (and generation_config.json) mapping: defaults, the keys
+// MarianMT and M2M100 / NLLB config.json (and generation_config.json) mapping: defaults, the keys
 // that change semantics, and errors naming the key.
 #include "marian_config.hpp"
 
@@ -6,9 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <tuple>
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
@@ -99,4 +101,54 @@ TEST_CASE("a model type halformer cannot run is an error naming it", "[marian][c
   CHECK_THROWS_WITH(halformer::model_config::load_dir(dir.string(), nullptr),
                     Contains("model_type 'bart' is not supported"));
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// An NLLB-200 config.json (facebook/nllb-200-distilled-600M's keys), trimmed.
+json nllb() {
+  return json::parse(R"({
+    "model_type": "m2m_100", "activation_function": "relu", "d_model": 1024, "encoder_attention_heads": 16,
+    "decoder_attention_heads": 16, "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096,
+    "decoder_ffn_dim": 4096, "vocab_size": 256206, "max_position_embeddings": 1024, "pad_token_id": 1,
+    "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2, "scale_embedding": true,
+    "tie_word_embeddings": true, "dropout": 0.1, "layerdrop": 0})");
+}
+halformer::model_config parse_m2m100(const json& j, const json& generation = json::object()) {
+  return halformer::parse_m2m100_config(j, "config.json", generation, "generation_config.json", nullptr);
+}
+} // namespace
+
+TEST_CASE("an NLLB config maps onto pre-norm layers with fairseq's positions", "[m2m100][config]") {
+  const auto c = parse_m2m100(nllb());
+  CHECK(c.format == "m2m_100");
+  CHECK((c.d_model == 1024 && c.nhead == 16 && c.num_encoder_layers == 12 && c.dim_feedforward == 4096));
+  CHECK((c.src_vocab == 256206 && c.tgt_vocab == 256206 && c.shared_embeddings && c.tied_output));
+  CHECK((c.norm_first && c.final_norm && c.scale_embedding && c.activation == "relu"));
+  CHECK((c.positions == halformer::position_layout::split &&
+         c.frequencies == halformer::position_frequencies::fairseq && c.first_position == 2));
+  CHECK(c.frequency_step() == Approx(std::log(10000.0) / 511).epsilon(1e-12));
+  CHECK((c.bos_id == 2 && c.eos_id == 2 && c.pad_id == 1 && !c.forced_eos && c.forced_bos_id == -1));
+  CHECK(parse_m2m100(nllb(), json{{"decoder_start_token_id", 2}, {"forced_bos_token_id", 256057}}).forced_bos_id ==
+        256057);
+  json pad0 = nllb();
+  pad0["pad_token_id"] = 0;
+  CHECK(parse_m2m100(pad0).first_position == 1); // positions count from pad + 1
+}
+
+TEST_CASE("M2M100 keys halformer cannot run are errors naming them", "[m2m100][config][bad_input]") {
+  for (const auto& [key, value, needle] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"d_model", 2, "must be even and at least 4"},
+           {"d_model", 63, "d_model 63"},
+           {"decoder_ffn_dim", 64, "encoder_ffn_dim and decoder_ffn_dim differ"},
+           {"activation_function", "tanh", "activation_function 'tanh'"},
+           {"eos_token_id", 300000, "eos_token_id 300000 is outside the target vocabulary"}}) {
+    json j = nllb();
+    j[key] = value;
+    if (key == "d_model")
+      j["encoder_attention_heads"] = j["decoder_attention_heads"] = 1;
+    INFO(key << " = " << value.dump());
+    CHECK_THROWS_WITH(parse_m2m100(j), Contains(needle));
+  }
+  CHECK_THROWS_WITH(parse_m2m100(nllb(), json{{"forced_bos_token_id", 300000}}),
+                    Contains("forced_bos_token_id 300000 is outside the target vocabulary"));
 }

@@ -81,6 +81,9 @@ typedef struct halformer_decode_options {
   /* Beam 1: on_token(user, sentence, token) as each token joins a hypothesis (NULL: none). */
   void (*on_token)(void* user, int sentence, int32_t token);
   void* user;
+  /* A token forced first in every hypothesis with log P 0 (NLLB's and M2M100's
+   * target language code; -1: the model's generation_config's, if any). */
+  int forced_bos_id;
 } halformer_decode_options;
 void halformer_decode_options_init(halformer_decode_options* options);
 /* halformer_translate with every decoding setting: the best hypothesis of sentence

@@ -28,6 +28,10 @@ struct decode_options {
   // Per sentence (none, or one per source): tokens the hypothesis starts with,
   // forced, and part of it; shorter than max_len, without EOS.
   std::vector<sentence> target_prefix;
+  // Forced as every hypothesis' first token, before its prefix, with log P 0
+  // (generate's forced_bos_token_id: NLLB's and M2M100's target language;
+  // Tokenizer::language_id gives it); -1: the model's generation_config's, if any.
+  int forced_bos_id = -1;
   // Random sampling (beam 1 only): from the sampling_topk most likely tokens (0:
   // the whole vocabulary; 1: greedy), then the most likely of those whose
   // probabilities sum to sampling_topp, at softmax(logits / sampling_temperature).

@@ -311,21 +311,24 @@ inline quantized_ffn_result quantized_ffn(const tensor& x, const tensor& residua
 // Interleaved (the paper): PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) =
 // cos(pos / 10000^(2i/d)). Split (Marian, as transformers' MarianSinusoidalPositional-
 // Embedding writes it): the sines of i = 0 .. ceil(d/2) - 1 first, then the cosines.
-inline double positional(int pos, int d, int d_model, bool split = false) {
+// fairseq: pair i's frequency 10000^(-i / (d_model / 2 - 1)) (M2M100, NLLB), not
+// the paper's 10000^(-2i / d_model).
+inline double positional(int pos, int d, int d_model, bool split = false, bool fairseq = false) {
   const int sines = (d_model + 1) / 2;
   const int i = split ? (d < sines ? d : d - sines) : d / 2;
-  const double angle = pos / std::pow(10000.0, 2.0 * i / d_model);
+  const double exponent = fairseq ? double(i) / (d_model / 2 - 1) : 2.0 * i / d_model;
+  const double angle = pos / std::pow(10000.0, exponent);
   return (split ? d < sines : d % 2 == 0) ? std::sin(angle) : std::cos(angle);
 }
 
 inline tensor embedding(const tensor& table, const std::vector<std::vector<int>>& ids, double scale, int offset,
-                        bool split_positions = false) {
+                        bool split_positions = false, bool fairseq = false) {
   const int D = table.dims[0], T = int(ids[0].size()), B = int(ids.size());
   tensor y({D, T, B});
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t)
       for (int d = 0; d < D; ++d)
-        y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D, split_positions);
+        y(d, t, b) = table(d, ids[b][t]) * scale + positional(t + offset, d, D, split_positions, fairseq);
   return y;
 }
 

@@ -248,11 +248,14 @@ template <Tensor Table, Tensor Ids> auto gather(std::string name, Table table, I
 }
 
 // Sinusoidal positions (d, t) for positions offset .. offset + extent(t) - 1, in the
-// layout a boolean scalar `split` chooses (op::sinusoidal).
-template <class D, class T, Tensor O, Tensor S> auto sinusoidal(std::string name, D d, T t, O offset, S split) {
-  static_assert(rank_v<shape_t<O>> == 0 && rank_v<shape_t<S>> == 0,
-                "halformer::dsl::sinusoidal: the offset and the layout are scalars");
-  return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset), std::move(split));
+// layout a boolean scalar `split` chooses, pair i at the frequency
+// exp(-i * step) (op::sinusoidal).
+template <class D, class T, Tensor O, Tensor S, Tensor F>
+auto sinusoidal(std::string name, D d, T t, O offset, S split, F step) {
+  static_assert(rank_v<shape_t<O>> == 0 && rank_v<shape_t<S>> == 0 && rank_v<shape_t<F>> == 0,
+                "halformer::dsl::sinusoidal: the offset, the layout and the frequency step are scalars");
+  return make(op::sinusoidal{std::move(name)}, hana::make_tuple(d, t), std::move(offset), std::move(split),
+              std::move(step));
 }
 
 // ---- attention -----------------------------------------------------------------------

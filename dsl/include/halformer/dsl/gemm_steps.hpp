@@ -101,7 +101,7 @@ template <class C, class Seq>
 auto embedding_step(C, const std::string& table, Seq seq, const scalar_ref& offset, const std::string& out) {
   const auto common = [&](const auto& k) {
     return hana::make_tuple(k.ids >> tokens(shape(seq, batch)), k.scale >> embedding_scale(), k.offset >> offset,
-                            k.split_positions >> split_positions(),
+                            k.split_positions >> split_positions(), k.frequency_step >> frequency_step(),
                             out::model_layout("out") >> ref(out, shape(d_model, seq, batch)));
   };
   if constexpr (is_int8_v<C>) {

@@ -23,7 +23,9 @@ namespace halformer::dsl::kernels {
 using namespace dims;
 
 // token ids -> table(id) * scale + PE(t + offset), PE in the layout `split_positions`
-// chooses (dsl::sinusoidal: false interleaved, true sines then cosines). The table
+// chooses (dsl::sinusoidal: false interleaved, true sines then cosines), pair i at
+// the frequency exp(-i * frequency_step) (the paper's and Marian's step is
+// 2 ln(10000) / d_model, fairseq's ln(10000) / (d_model / 2 - 1)). The table
 // is stored as the logits' weight is, in panels (a token's row is one output's
 // inputs): a tied output layer's weight is held once and read by both. Its
 // vocabulary size is an argument: ids at or past it are an error.
@@ -36,12 +38,15 @@ struct embedding {
   HF_LEAF(scale, param("scale"));
   HF_LEAF(offset, param("offset", i32));
   HF_LEAF(split_positions, param("split_positions", boolean));
+  HF_LEAF(frequency_step, param("frequency_step"));
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, ids), scale),
-                         sinusoidal("positions", d_model, t, offset, split_positions));
+                         sinusoidal("positions", d_model, t, offset, split_positions, frequency_step));
   }
-  auto inputs() const { return hana::make_tuple(table, ids, vocab_size, scale, offset, split_positions); }
+  auto inputs() const {
+    return hana::make_tuple(table, ids, vocab_size, scale, offset, split_positions, frequency_step);
+  }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 
@@ -60,12 +65,15 @@ struct embedding_int8 {
   HF_LEAF(scale, param("scale"));
   HF_LEAF(offset, param("offset", i32));
   HF_LEAF(split_positions, param("split_positions", boolean));
+  HF_LEAF(frequency_step, param("frequency_step"));
 
   auto algorithm() const {
     return add_broadcast("embedding", dsl::scale("scaled", gather("rows", table, table_step, ids), scale),
-                         sinusoidal("positions", d_model, t, offset, split_positions));
+                         sinusoidal("positions", d_model, t, offset, split_positions, frequency_step));
   }
-  auto inputs() const { return hana::make_tuple(table, table_step, ids, width, scale, offset, split_positions); }
+  auto inputs() const {
+    return hana::make_tuple(table, table_step, ids, width, scale, offset, split_positions, frequency_step);
+  }
   auto outputs() const { return hana::make_tuple(result("out", algorithm())); }
 };
 

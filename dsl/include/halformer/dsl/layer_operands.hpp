@@ -30,6 +30,9 @@ enum class role {
   layer_norm_eps,  // a scalar: the model configuration's LayerNorm epsilon
   embedding_scale, // a scalar: sqrt(d_model), or 1 where the configuration does not scale embeddings
   split_positions, // a scalar: the configuration's sinusoid layout (true: sines then cosines)
+  frequency_step,  // a scalar: the configuration's sinusoid frequency step (pair i: exp(-i step))
+  first_position,  // a scalar: the configuration's first position (0; fairseq's pad + 1)
+  target_position, // a scalar: this decode call's first position plus first_position
   vocabulary,      // a scalar: a sequence's vocabulary size ("src_vocab", "tgt_vocab")
   model_width,     // a scalar: the configuration's d_model
   tokens,          // the call's token ids (t, batch), int32
@@ -40,6 +43,7 @@ enum class role {
 constexpr bool is_scalar(role r) {
   return r == role::constant || r == role::position || r == role::decode_step || r == role::own_rows ||
          r == role::layer_norm_eps || r == role::embedding_scale || r == role::split_positions ||
+         r == role::frequency_step || r == role::first_position || r == role::target_position ||
          r == role::vocabulary || r == role::model_width;
 }
 
@@ -73,6 +77,9 @@ inline scalar_ref own_rows(std::string table) { return {std::move(table), role::
 inline scalar_ref layer_norm_eps() { return {"layer_norm_eps", role::layer_norm_eps}; }
 inline scalar_ref embedding_scale() { return {"embedding_scale", role::embedding_scale}; }
 inline scalar_ref split_positions() { return {"split_positions", role::split_positions}; }
+inline scalar_ref frequency_step() { return {"frequency_step", role::frequency_step}; }
+inline scalar_ref first_position() { return {"first_position", role::first_position}; }
+inline scalar_ref target_position() { return {"target_position", role::target_position}; }
 // The vocabulary of the sequence Seq's tokens (src or tgt).
 template <class Seq> scalar_ref vocabulary(Seq) { return {std::string(Seq::type::name) + "_vocab", role::vocabulary}; }
 inline scalar_ref model_width() { return {"d_model", role::model_width}; }

@@ -142,16 +142,17 @@ auto decoder_layer(NormFirst norm_first, const std::string& activation, G gemms 
 
 // The model around its layers. Activation names with a phase ("decoder.memory")
 // are shared between the phases; the others belong to the step's phase.
-// Encoder input: source tokens -> scaled embeddings + positions from 0, as "x".
+// Encoder input: source tokens -> scaled embeddings + positions from the model's
+// first (0; fairseq's pad + 1), as "x".
 template <class G = compute::float32> auto encoder_input(G gemms = {}) {
-  return hana::make_tuple(embedding_step(gemms, "src_embed", src, constant(0), "x"));
+  return hana::make_tuple(embedding_step(gemms, "src_embed", src, first_position(), "x"));
 }
 // Encoder output: the final norm of "x" into the memory the decoder reads (a
 // model without final norms copies "x": no kernel).
 inline auto encoder_output() { return hana::make_tuple(norm_step(src, "encoder_norm", "x", "decoder.memory")); }
 // Decoder input: target tokens -> embeddings at this call's positions, as "y".
 template <class G = compute::float32> auto decoder_input(G gemms = {}) {
-  return hana::make_tuple(embedding_step(gemms, "tgt_embed", tgt, position(), "y"));
+  return hana::make_tuple(embedding_step(gemms, "tgt_embed", tgt, target_position(), "y"));
 }
 // Decoder output: (final norm of "y", then) the logits over the target vocabulary.
 template <class FinalNorm, class G = compute::float32> auto decoder_output(FinalNorm final_norm, G gemms = {}) {

@@ -71,7 +71,7 @@ template <class Args> void lowering::build(const op::gather& o, lowered& r, std:
   r.f(vars(r)) = a.size() == 3 ? Halide::cast<float>(value) * a[2].f(row) : value;
 }
 
-// Stages <name>_freq (per pair i: 10000^(-2i/d)), <name>_sin and <name>_cos (per
+// Stages <name>_freq (per pair i: exp(-i * step), the paper's 10000^(-2i/d)), <name>_sin and <name>_cos (per
 // pair and position), then the layout's selection of them: a schedule that
 // computes the three ahead evaluates each function once per pair, not both per
 // feature. Halide's sin and cos are a scalar libm call per lane on x86 (6.9 ms
@@ -83,7 +83,7 @@ template <class Args> void lowering::build(const op::sinusoidal& o, lowered& r, 
   const Halide::Expr sines = (width + 1) / 2; // the split layout's first cosine
   Halide::Func freq = new_stage(o.name + "_freq"), sin_f = new_stage(o.name + "_sin"),
                cos_f = new_stage(o.name + "_cos");
-  freq(i) = Halide::exp(Halide::cast<float>(2 * i) * float(-std::log(10000.0)) / Halide::cast<float>(width));
+  freq(i) = Halide::exp(Halide::cast<float>(i) * -scalar_of(a[2]));
   const Halide::Expr angle = Halide::cast<float>(t + scalar_of(a[0])) * freq(i);
   sin_f(i, t) = Halide::fast_sin(angle);
   cos_f(i, t) = Halide::fast_cos(angle);
