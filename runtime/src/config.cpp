@@ -76,14 +76,17 @@ model_config model_config::load_dir(const std::string& dir, std::vector<std::str
   if (!j.contains("model_type"))
     return parse(text, path, warnings); // halformer's own format
   const std::string type = get_string(j, "model_type", path);
-  if (type != "marian" && type != "m2m_100")
+  if (type != "marian" && type != "m2m_100" && type != "fsmt")
     throw error(path + ": model_type '" + type +
-                "' is not supported (supported: marian, m2m_100 (M2M100, NLLB), or halformer's own "
-                "format without a model_type; docs/model-format.md)");
+                "' is not supported (supported: marian, m2m_100 (M2M100, NLLB), fsmt (fairseq's transformer), or "
+                "halformer's own format without a model_type; docs/model-format.md)");
   const std::string generation = dir + "/generation_config.json";
   const json rules =
       std::ifstream(generation).good() ? parse_object(read_text(generation), generation) : json::object();
-  return (type == "marian" ? parse_marian_config : parse_m2m100_config)(j, path, rules, generation, warnings);
+  const auto parse_family = type == "marian"    ? parse_marian_config
+                            : type == "m2m_100" ? parse_m2m100_config
+                                                : parse_fsmt_config;
+  return parse_family(j, path, rules, generation, warnings);
 }
 
 } // namespace halformer

@@ -157,4 +157,20 @@ model_config parse_m2m100_config(const json& j, const std::string& where, const 
   return c;
 }
 
+model_config parse_fsmt_config(const json& j, const std::string& where, const json& generation,
+                               const std::string& generation_where, std::vector<std::string>* warnings) {
+  model_config c = bart_layers(j, where, {"fsmt", 2, "relu", true, 1}); // FSMTConfig's defaults
+  if (c.d_model < 4 || c.d_model % 2 != 0) // fairseq's frequencies divide by d_model / 2 - 1
+    throw error(where + ": d_model " + std::to_string(c.d_model) + " must be even and at least 4 (fsmt)");
+  c.src_vocab = get_int(j, "src_vocab_size", where, 1);
+  c.tgt_vocab = get_int(j, "tgt_vocab_size", where, 1);
+  c.tied_output = get_bool_or(j, "tie_word_embeddings", where, false);
+  c.norm_first = c.final_norm = false; // fairseq's transformer: post-norm, no final norms
+  c.frequencies = position_frequencies::fairseq;
+  c.first_position = c.pad_id + 1;
+  (void)warnings;
+  rules_and_ids(c, j, where, generation, generation_where, 2);
+  return c;
+}
+
 } // namespace halformer

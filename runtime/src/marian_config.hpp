@@ -1,5 +1,5 @@
-// Hugging Face MarianMT and M2M100 / NLLB config.json (and generation_config.json)
-// as a model_config.
+// Hugging Face MarianMT, M2M100 / NLLB and FSMT config.json (and
+// generation_config.json) as a model_config.
 #pragma once
 
 #include "halformer/config.hpp"
@@ -18,5 +18,11 @@ model_config parse_marian_config(const nlohmann::json& config, const std::string
 model_config parse_m2m100_config(const nlohmann::json& config, const std::string& where,
                                  const nlohmann::json& generation, const std::string& generation_where,
                                  std::vector<std::string>* warnings);
+// model_type "fsmt" (transformers' port of fairseq's transformer; what
+// tools/convert_fairseq.py writes for post-norm checkpoints): post-norm layers,
+// fairseq's positions, separate source and target tables.
+model_config parse_fsmt_config(const nlohmann::json& config, const std::string& where,
+                               const nlohmann::json& generation, const std::string& generation_where,
+                               std::vector<std::string>* warnings);
 
 } // namespace halformer

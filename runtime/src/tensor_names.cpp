@@ -65,12 +65,16 @@ tensor_source torch_transformer(const model_config& c, const std::string& name) 
 }
 
 // A Hugging Face MarianMT checkpoint (transformers' MarianMTModel state_dict), or
-// an M2M100ForConditionalGeneration one (M2M100, NLLB): the same names, one shared
-// table, no final_logits_bias.
+// an M2M100ForConditionalGeneration one (M2M100, NLLB: the same names, one shared
+// table, no final_logits_bias) or an FSMTForConditionalGeneration one (separate
+// tables, an output_projection, no bias).
 tensor_source marian(const model_config& c, const std::string& name) {
   const auto p = parts_of(name);
   const std::string shared = "model.shared.weight", enc = "model.encoder.embed_tokens.weight",
                     dec = "model.decoder.embed_tokens.weight";
+  if (c.format == "fsmt" && name == "generator.weight") // FSMT's own output layer, or the target table
+    return {c.tied_output ? std::vector<std::string>{dec, "model.decoder.output_projection.weight"}
+                          : std::vector<std::string>{"model.decoder.output_projection.weight"}};
   const std::vector<std::string> tgt = c.shared_embeddings ? std::vector{shared, dec, enc} : std::vector{dec, shared};
   if (name == "src_embed")
     return {c.shared_embeddings ? std::vector{shared, enc, dec} : std::vector{enc, shared}};
@@ -84,7 +88,7 @@ tensor_source marian(const model_config& c, const std::string& name) {
     return {names};
   }
   if (name == "generator.bias")
-    return {{"final_logits_bias"}, {1, c.tgt_vocab}, 0, false, c.format == "m2m_100"};
+    return {{"final_logits_bias"}, {1, c.tgt_vocab}, 0, false, c.format != "marian"};
   if (is_final_norm(p))
     return {{"model." + p[0].substr(0, 7) + ".layer_norm." + p[1]}};
   const std::string layer = layer_of(c, name, p, "model.");
@@ -111,7 +115,7 @@ tensor_source marian(const model_config& c, const std::string& name) {
 tensor_source tensor_source_of(const model_config& config, const std::string& name) {
   if (config.format == "halformer")
     return torch_transformer(config, name);
-  if (config.format == "marian" || config.format == "m2m_100")
+  if (config.format == "marian" || config.format == "m2m_100" || config.format == "fsmt")
     return marian(config, name);
   throw error("unknown model format '" + config.format + "'");
 }

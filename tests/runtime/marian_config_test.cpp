@@ -152,3 +152,20 @@ TEST_CASE("M2M100 keys halformer cannot run are errors naming them", "[m2m100][c
   CHECK_THROWS_WITH(parse_m2m100(nllb(), json{{"forced_bos_token_id", 300000}}),
                     Contains("forced_bos_token_id 300000 is outside the target vocabulary"));
 }
+
+TEST_CASE("an FSMT config (fairseq's transformer) maps onto post-norm layers", "[fsmt][config]") {
+  const json j = json::parse(R"({
+    "model_type": "fsmt", "d_model": 512, "encoder_attention_heads": 8, "decoder_attention_heads": 8,
+    "encoder_layers": 6, "decoder_layers": 6, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048,
+    "src_vocab_size": 42024, "tgt_vocab_size": 42024, "langs": ["en", "de"], "bad_words_ids": [[1]],
+    "forced_eos_token_id": 2})");
+  const auto c = halformer::parse_fsmt_config(j, "config.json", json::object(), "generation_config.json", nullptr);
+  CHECK(c.format == "fsmt");
+  CHECK((!c.norm_first && !c.final_norm && !c.shared_embeddings && !c.tied_output && c.scale_embedding));
+  CHECK((c.frequencies == halformer::position_frequencies::fairseq && c.first_position == 2));
+  CHECK((c.bos_id == 2 && c.eos_id == 2 && c.pad_id == 1 && c.forced_eos && c.banned_ids == std::vector<int>{1}));
+  json no_vocab = j;
+  no_vocab.erase("tgt_vocab_size");
+  CHECK_THROWS_WITH(halformer::parse_fsmt_config(no_vocab, "config.json", json::object(), "g", nullptr),
+                    Contains("tgt_vocab_size"));
+}

@@ -34,8 +34,8 @@ struct model_config {
   // are kept, and scores add up in float32.
   enum class beam_rules { halformer, transformers } beam = beam_rules::halformer;
   // Where the tensors lie: "halformer" (docs/model-format.md), "marian" (a Hugging
-  // Face MarianMT directory) or "m2m_100" (M2M100, NLLB); each has its table of
-  // tensor names.
+  // Face MarianMT directory), "m2m_100" (M2M100, NLLB) or "fsmt" (fairseq's
+  // transformer); each has its table of tensor names.
   std::string format = "halformer";
   bool shared_embeddings = false; // one table for source and target tokens
   bool tied_output = false;       // the generator's weight is the target embedding table
