@@ -48,16 +48,17 @@ UNSUPPORTED = {"encoder_learned_pos": "learned positions", "decoder_learned_pos"
                "no_cross_attention": "a decoder without cross-attention"}
 
 
-def load_checkpoint(path, trust_pickle):
+def load_checkpoint(path, trust_pickle, tool="convert_fairseq"):
+    """The checkpoint through torch's weights_only loader, or the full unpickler if trusted."""
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if not trust_pickle:
-            raise SystemExit(f"convert_fairseq: {path} holds pickled objects besides tensors (fairseq's options: "
+            raise SystemExit(f"{tool}: {path} holds pickled objects besides tensors (the training tool's options: "
                              f"an argparse Namespace or an omegaconf config), which torch's weights_only loader "
                              f"refuses ({str(e).splitlines()[0]}). Rerun with --trust-pickle to read it with the "
                              f"full unpickler, which runs code from the file: only for a checkpoint you trust.")
-    print("convert_fairseq: reading with the full unpickler (--trust-pickle)", file=sys.stderr)
+    print(f"{tool}: reading with the full unpickler (--trust-pickle)", file=sys.stderr)
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
@@ -148,13 +149,18 @@ def write(out_dir, config, tensors):
     print(f"{out_dir}: {config['model_type']} directory, {len(unique)} tensors")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command_line(doc, tool):
+    """CHECKPOINT OUT_DIR [--trust-pickle]: the parsed arguments and the checkpoint."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("checkpoint")
     ap.add_argument("out_dir")
     ap.add_argument("--trust-pickle", action="store_true", help="read a checkpoint the weights_only loader refuses")
     a = ap.parse_args()
-    checkpoint = load_checkpoint(a.checkpoint, a.trust_pickle)
+    return a, load_checkpoint(a.checkpoint, a.trust_pickle, tool)
+
+
+def main():
+    a, checkpoint = command_line(__doc__, "convert_fairseq")
     arch, opts = options_of(checkpoint)
     config, tensors = converted(opts, checkpoint["model"])
     print(f"convert_fairseq: arch {arch}")

@@ -1,4 +1,4 @@
-"""What the MarianMT tests share: comparing halformer's outputs with transformers'."""
+"""What the model tests share: comparing halformer's outputs with the references'."""
 
 
 def differences(what, got, want):
@@ -8,6 +8,13 @@ def differences(what, got, want):
     if len(got) != len(want):
         out.append(f"{what}: {len(got)} outputs for {len(want)} inputs")
     return out
+
+
+def expect_error(out, needle, what):
+    """A failure unless the finished process `out` failed naming `needle`."""
+    if out.returncode == 0 or needle not in out.stderr:
+        return [f"{what} was not an error naming {needle!r}: {out.stderr!r}"]
+    return []
 
 
 def finish(failures):
