@@ -5,7 +5,7 @@ translated with the same threads.
 
   ct2_bench.py convert MODEL_DIR CT2_DIR
   ct2_bench.py e2e CT2_DIR SOURCES --mode greedy|beam|sample --batch B [--beam K]
-               [--new-tokens N] [--threads T] [--samples S]
+               [--new-tokens N] [--threads T] [--samples S] [--sampling-topk K]
 
 Token id i is the vocabulary word "w<i>" (0-3: <blank> <s> </s> <unk>), so outputs
 map back to ids and compare with halformer's and PyTorch's."""
@@ -90,9 +90,9 @@ def e2e(a):
     rows = [[word(i) for i in r] for r in read_sources(a.sources, a.batch)]
     k = a.beam if a.mode == "beam" else 1
 
-    # sample: top-k 10 (bench_e2e's), EOS banned before the last token, so every
+    # sample: top-k 10 or --sampling-topk (bench_e2e's), EOS banned before the last token, so every
     # system draws the same number of tokens.
-    sampling = dict(sampling_topk=10) if a.mode == "sample" else {}
+    sampling = dict(sampling_topk=a.sampling_topk) if a.mode == "sample" else {}
     ctranslate2.set_random_seed(1)
 
     def run(n):
@@ -129,6 +129,7 @@ def main():
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--samples", type=int, default=3)
+    p.add_argument("--sampling-topk", type=int, default=10, help="sample mode: 0 is the whole vocabulary")
     p.add_argument("--compute-type", default="float32", choices=["float32", "int8_float32"])
     a = p.parse_args()
     if a.what == "convert":

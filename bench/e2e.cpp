@@ -1,11 +1,11 @@
 // halformer end to end through its C++ API, one case per process (so that peak
 // RSS is the case's): encode a batch, or translate it greedily or with beam
-// search, or sample it (top-k 10, seed 1, EOS banned before the last token,
+// search, or sample it (top-k 10 or --sampling-topk, seed 1, EOS banned before the last token,
 // as ct2_bench.py's sample mode). Prints JSON: median/min/max seconds per batch, tokens per second
 // (encode: source tokens; decode: generated tokens), peak RSS, and the first
 // sample's tokens (to compare outputs across runtimes).
 //   bench_e2e --model DIR --sources FILE --mode encode|greedy|beam|sample --batch B
-//             [--beam K] [--new-tokens N] [--threads T] [--samples S] [--device D]
+//             [--beam K] [--new-tokens N] [--threads T] [--samples S] [--device D] [--sampling-topk K]
 #include "halformer/model.hpp"
 
 #include <CLI/CLI.hpp>
@@ -21,11 +21,10 @@
 #include <string>
 
 namespace {
-constexpr int sample_topk = 10; // the sample mode's, ct2_bench.py's too
-
 struct options {
   std::string model_dir, sources_file, mode = "greedy", device = "cpu", compute_type = "float32", kv_cache = "auto";
   int batch = 1, beam = 4, new_tokens = 64, threads = 0, samples = 3;
+  int sampling_topk = 10; // the sample mode's (0: the whole vocabulary), ct2_bench.py's too
 };
 
 void add_options(CLI::App& app, options& o) {
@@ -37,6 +36,7 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--new-tokens", o.new_tokens)->check(CLI::Range(1, 100000));
   app.add_option("--threads", o.threads)->check(CLI::Range(0, 1024));
   app.add_option("--samples", o.samples)->check(CLI::Range(1, 1000));
+  app.add_option("--sampling-topk", o.sampling_topk)->check(CLI::Range(0, 1 << 20));
   app.add_option("--device", o.device)->check(CLI::IsMember({"cpu", "cuda", "opencl", "auto"}));
   app.add_option("--compute-type", o.compute_type)->check(CLI::IsMember({"float32", "int8", "bfloat16", "auto"}));
   app.add_option("--kv-cache", o.kv_cache)->check(CLI::IsMember({"float32", "float16", "auto"}));
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     halformer::decode_options o;
     o.beam = opt.mode == "beam" ? opt.beam : 1, o.max_len = opt.new_tokens;
     if (opt.mode == "sample")
-      o.sampling_topk = sample_topk, o.seed = 1, o.min_decoding_length = opt.new_tokens - 1;
+      o.sampling_topk = opt.sampling_topk, o.seed = 1, o.min_decoding_length = opt.new_tokens - 1;
     const auto r = time_runs(model, sources, opt, o);
     const double median = r.secs[r.secs.size() / 2];
     rusage ru{};

@@ -169,8 +169,8 @@ private:
 
   const halformer::Tokenizer& tokenizer() const {
     if (!tokenizer_)
-      throw halformer::error("this model directory has no tokenizer (source.spm, target.spm, vocab.json); "
-                             "translate_batch takes token ids");
+      throw halformer::error("this model directory has no tokenizer (MarianMT's source.spm, target.spm, vocab.json; "
+                             "NLLB's or M2M100's tokenizer_config.json and files); translate_batch takes token ids");
     return *tokenizer_;
   }
 

@@ -1,5 +1,6 @@
 #include "tokenizer_impl.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 
@@ -63,11 +64,14 @@ json object_or_empty(const std::string& path) {
 }
 
 // The added tokens: tokenizer_config.json's added_tokens_decoder ({"id": {"content",
-// "special"}}, written by transformers >= 4.34), else its (or special_tokens_map.json's)
-// additional_special_tokens, numbered from `next_id` as NllbTokenizer and
-// M2M100Tokenizer number them. Each id is checked against the vocabulary.
-std::vector<std::pair<std::string, int>> added_tokens(const json& config, const json& map, const std::string& where,
-                                                      int next_id, const vocabulary_size& size) {
+// "special"}}, written by transformers >= 4.34), else tokenizer.json's added_tokens
+// (the fast tokenizer's file: `fast`, read only then), else tokenizer_config.json's
+// (or special_tokens_map.json's) additional_special_tokens numbered from `next_id`
+// in fairseq's order (the codes, then <mask>: eng_Latn 256047 in NLLB-200's
+// vocabulary). Each id is checked against the vocabulary.
+std::vector<std::pair<std::string, int>> added_tokens(const json& config, const json& map, const std::string& fast,
+                                                      const std::string& where, int next_id,
+                                                      const vocabulary_size& size) {
   std::vector<std::pair<std::string, int>> tokens;
   const auto check = [&](const std::string& token, long long id) {
     if (id < 0 || id >= size.ids)
@@ -86,10 +90,22 @@ std::vector<std::pair<std::string, int>> added_tokens(const json& config, const 
     }
     return tokens;
   }
+  if (exists(fast)) {
+    const json tokenizer = parse_object(read_text(fast), fast);
+    if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array()) {
+      for (const json& token : tokenizer["added_tokens"])
+        if (token.is_object() && get_bool_or(token, "special", fast, true))
+          check(get_string(token, "content", fast + " added_tokens"), get_int(token, "id", fast + " added_tokens", 0));
+      return tokens;
+    }
+  }
   const json& listed = config.contains("additional_special_tokens") ? config : map;
-  if (listed.contains("additional_special_tokens"))
-    for (const json& t : listed["additional_special_tokens"])
+  if (listed.contains("additional_special_tokens") && listed["additional_special_tokens"].is_array())
+    for (const json& t : listed["additional_special_tokens"]) {
+      if (!t.is_string() && !t.is_object())
+        throw error(where + ": additional_special_tokens holds " + t.dump() + ", not a token");
       check(t.is_object() ? get_string(t, "content", where) : t.get<std::string>(), next_id++);
+    }
   return tokens;
 }
 
@@ -175,12 +191,16 @@ void Tokenizer::impl::load_multilingual(const std::string& dir) {
     encoder = load_vocab(dir + "/vocab.json", size);
     next_id = int(encoder.size());
   }
-  const auto added = added_tokens(config, map, config_path, next_id, size);
-  if (kind == family::nllb && !config.contains("added_tokens_decoder"))
-    encoder.emplace(special_token(config, "mask_token", config_path, "<mask>"), next_id + int(added.size()));
+  const auto added = added_tokens(config, map, dir + "/tokenizer.json", config_path, next_id, size);
   specials = {
       special_token(config, "eos_token", config_path, "</s>"), special_token(config, "unk_token", config_path, "<unk>"),
       special_token(config, "pad_token", config_path, "<pad>"), special_token(config, "bos_token", config_path, "<s>")};
+  const std::string mask = special_token(config, "mask_token", config_path, "<mask>");
+  if (kind == family::nllb &&
+      std::none_of(added.begin(), added.end(), [&](const auto& t) { return t.first == mask; })) {
+    encoder.emplace(mask, next_id + int(added.size())); // fairseq's: after the language codes
+    specials.push_back(mask);
+  }
   for (const auto& [token, id] : added) {
     encoder[token] = id;
     specials.push_back(token);

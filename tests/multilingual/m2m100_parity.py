@@ -18,6 +18,8 @@ saved with save_pretrained. Checked, greedy and beam 4 (length penalty 1):
 - teacher-forced logits (`halformer forward`) within 1e-4 of the largest |logit|
   (float32 through a few layers: ~1e-6 seen; a wrong position offset or
   frequency is >= 1e-2), also for a random model at d_model 512;
+- the same text where tokenizer_config.json only lists the codes
+  (additional_special_tokens, as the published directories' older files do);
 - Python's Translator.translate(..., source_lang=, target_lang=) as the CLI, and
   translate_stream's increments joined;
 - errors: no --target-lang, an unknown code, an added token id outside the
@@ -123,7 +125,49 @@ def check_text(cli, family, tokenizer, model, model_dir, work):
         failures += differences(f"{family} beam {beams} line", got, want)
         if beams == 1:
             failures += check_python(family, model_dir, want, source, target)
+            failures += check_listed_codes(cli, family, model_dir, work, input_path, want)
     return failures
+
+
+def check_listed_codes(cli, family, model_dir, work, input_path, want):
+    """Older tokenizer_config.json files without added_tokens_decoder: the ids from
+    tokenizer.json's added_tokens (the fast tokenizer's file) give the same text;
+    with the codes only listed (additional_special_tokens), M2M100's are numbered
+    after vocab.json's ids (the same text) and NLLB's in fairseq's order, the codes
+    after the pieces and <mask> after them (as NLLB-200's vocabulary has them;
+    transformers 4.40 puts a fresh tokenizer's <mask> first, as the model here was
+    trained, so only the ids are checked)."""
+    with open(os.path.join(model_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    added = [{"id": int(i), "content": t["content"], "special": True} for i, t in config.pop("added_tokens_decoder").items()]
+    source, target = FAMILIES[family]
+    failures = []
+    for name, fast in (("tokenizer.json", {"added_tokens": added}), ("codes listed only", None)):
+        copy = os.path.join(work, name.replace(" ", "_"))
+        shutil.copytree(model_dir, copy, dirs_exist_ok=True)
+        with open(os.path.join(copy, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        if fast:
+            with open(os.path.join(copy, "tokenizer.json"), "w", encoding="utf-8") as f:
+                json.dump(fast, f)
+        if family == "nllb" and not fast:
+            failures += nllb_fairseq_ids(copy, config)
+            continue
+        out = cli_translate(cli, copy, input_path, 1, ["--source-lang", source, "--target-lang", target])
+        if out.returncode != 0:
+            return [f"{family} {name}: translate failed: {out.stderr}"]
+        failures += differences(f"{family} {name}, line", out.stdout.split("\n")[:-1], want)
+    return failures
+
+
+def nllb_fairseq_ids(model_dir, config):
+    import halformer
+    pieces = spm.SentencePieceProcessor(model_file=os.path.join(model_dir, "sentencepiece.bpe.model")).get_piece_size()
+    t = halformer.Tokenizer(model_dir)
+    codes = config["additional_special_tokens"]
+    got = [t.language_id(c) for c in codes] + [t.encode("<mask>", codes[0])[1]]
+    want = list(range(pieces + 1, pieces + 2 + len(codes)))
+    return [] if got == want else [f"nllb codes listed only: ids {got[:3]}..{got[-2:]} != fairseq's {want[:3]}..{want[-2:]}"]
 
 
 def check_python(family, model_dir, want, source, target):
