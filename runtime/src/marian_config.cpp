@@ -82,9 +82,6 @@ model_config bart_layers(const json& j, const std::string& where, const bart_def
   c.format = d.format;
   c.beam = model_config::beam_rules::transformers;
   c.eos_id = d.eos;
-  const char* default_activation = d.activation;
-  const bool default_scale = d.scale_embedding;
-  const int default_pad = d.pad;
   c.d_model = get_int_or(j, "d_model", where, 1, 1024);
   c.nhead = get_int_or(j, "encoder_attention_heads", where, 1, 16);
   if (get_int_or(j, "decoder_attention_heads", where, 1, 16) != c.nhead)
@@ -99,12 +96,12 @@ model_config bart_layers(const json& j, const std::string& where, const bart_def
   if (get_int_or(j, "decoder_ffn_dim", where, 1, 4096) != c.dim_feedforward)
     throw error(where + ": encoder_ffn_dim and decoder_ffn_dim differ (halformer needs one FFN width)");
   c.tied_output = get_bool_or(j, "tie_word_embeddings", where, true);
-  c.activation = activation_of(get_string_or(j, "activation_function", where, default_activation), where);
-  c.scale_embedding = get_bool_or(j, "scale_embedding", where, default_scale);
+  c.activation = activation_of(get_string_or(j, "activation_function", where, d.activation), where);
+  c.scale_embedding = get_bool_or(j, "scale_embedding", where, d.scale_embedding);
   c.max_positions = get_int_or(j, "max_position_embeddings", where, 1, 1024);
   c.positions = position_layout::split;
   c.layer_norm_eps = 1e-5f; // nn.LayerNorm's default, as both models'
-  c.pad_id = get_int_or(j, "pad_token_id", where, 0, default_pad);
+  c.pad_id = get_int_or(j, "pad_token_id", where, 0, d.pad);
   c.eos_id = single_id(j, "eos_token_id", where, c.eos_id);
   return c;
 }
@@ -123,6 +120,13 @@ void rules_and_ids(model_config& c, const json& j, const std::string& where, con
   if (c.forced_bos_id >= c.tgt_vocab)
     throw error(where + ": forced_bos_token_id " + std::to_string(c.forced_bos_id) +
                 " is outside the target vocabulary (" + std::to_string(c.tgt_vocab) + ")");
+}
+// fairseq's sinusoids (M2M100, FSMT): its frequencies, positions from pad + 1.
+void fairseq_positions(model_config& c, const std::string& where) {
+  if (c.d_model < 4 || c.d_model % 2 != 0) // the frequencies divide by d_model / 2 - 1
+    throw error(where + ": d_model " + std::to_string(c.d_model) + " must be even and at least 4 (" + c.format + ")");
+  c.frequencies = position_frequencies::fairseq;
+  c.first_position = c.pad_id + 1;
 }
 } // namespace
 
@@ -145,14 +149,11 @@ model_config parse_marian_config(const json& j, const std::string& where, const 
 model_config parse_m2m100_config(const json& j, const std::string& where, const json& generation,
                                  const std::string& generation_where, std::vector<std::string>* warnings) {
   model_config c = bart_layers(j, where, {"m2m_100", 2, "relu", true, 1}); // M2M100Config's defaults
-  if (c.d_model < 4 || c.d_model % 2 != 0) // fairseq's frequencies divide by d_model / 2 - 1
-    throw error(where + ": d_model " + std::to_string(c.d_model) + " must be even and at least 4 (m2m_100)");
+  fairseq_positions(c, where);
   c.src_vocab = c.tgt_vocab = get_int_or(j, "vocab_size", where, 1, 128112);
   c.shared_embeddings = true; // M2M100Model embeds both sides with model.shared
   c.norm_first = c.final_norm = true;
-  c.frequencies = position_frequencies::fairseq;
-  c.first_position = c.pad_id + 1; // fairseq counts positions after the pad's
-  (void)warnings;                  // nothing M2M100Config has is ignored
+  (void)warnings; // nothing M2M100Config has is ignored
   rules_and_ids(c, j, where, generation, generation_where, 2);
   return c;
 }
@@ -160,14 +161,11 @@ model_config parse_m2m100_config(const json& j, const std::string& where, const 
 model_config parse_fsmt_config(const json& j, const std::string& where, const json& generation,
                                const std::string& generation_where, std::vector<std::string>* warnings) {
   model_config c = bart_layers(j, where, {"fsmt", 2, "relu", true, 1}); // FSMTConfig's defaults
-  if (c.d_model < 4 || c.d_model % 2 != 0) // fairseq's frequencies divide by d_model / 2 - 1
-    throw error(where + ": d_model " + std::to_string(c.d_model) + " must be even and at least 4 (fsmt)");
+  fairseq_positions(c, where);
   c.src_vocab = get_int(j, "src_vocab_size", where, 1);
   c.tgt_vocab = get_int(j, "tgt_vocab_size", where, 1);
   c.tied_output = get_bool_or(j, "tie_word_embeddings", where, false);
   c.norm_first = c.final_norm = false; // fairseq's transformer: post-norm, no final norms
-  c.frequencies = position_frequencies::fairseq;
-  c.first_position = c.pad_id + 1;
   (void)warnings;
   rules_and_ids(c, j, where, generation, generation_where, 2);
   return c;
