@@ -108,6 +108,7 @@ std::vector<kcase> cases(const std::vector<std::string>& typed) {
     add("softmax", phase, "n=" + cache + rows, false);
     add("greedy_pick", phase, "vocab=" + vocab + rows, false);
     add("beam_candidates", phase, "vocab=" + vocab + rows, false);
+    add("sample_pick", phase, "vocab=" + vocab + rows, false); // the whole vocabulary (top-k 0)
     for (const std::string& type : typed) {
       for (const std::string k : {"qkv_projection", "q_projection", "out_projection"})
         add(k + type, phase, heads + rows, false);

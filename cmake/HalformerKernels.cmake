@@ -151,6 +151,7 @@ halformer_kernel(log_softmax BUCKETS decode)
 halformer_kernel(logits)
 halformer_kernel(greedy_pick)
 halformer_kernel(beam_candidates)
+halformer_kernel(sample_pick)
 # int8: one knob set each, their schedule splits the reduction once (cpu/quantized.hpp);
 # the GEMMs are dot products (vpdpbusd byte quads with avx512_vnni)
 halformer_kernel(embedding_int8)

@@ -9,6 +9,7 @@
 #include "halformer/dsl/kernels.hpp"
 #include "halformer/dsl/panels.hpp"
 #include "halformer/positions.hpp"
+#include "halformer/reference/sampling.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -151,6 +152,51 @@ problem beam_candidates(shape_args& s) {
   return p;
 }
 
+// topk=K, topp=P (percent), temperature=T (percent), penalty=R (percent);
+// rules=N: each row bans and penalizes N tokens (every 7th and 11th from a row
+// offset). The token must hold the row's draw within 1e-5 of its interval in the
+// float64 reference (reference/sampling.hpp), the log-probability as greedy's.
+problem sample_pick(shape_args& s) {
+  problem p;
+  const int V = s["vocab"], T = s["t"], B = s["batch"], rules = std::max(1, s.get("rules", 4));
+  ref::sampling_options o{s.get("topk", 0), s.get("topp", 100) / 100.0, s.get("temperature", 100) / 100.0,
+                          s.get("penalty", 120) / 100.0};
+  p.f_names = {"x", "draws", "log_probs"}, p.i_names = {"forced", "banned", "penalized", "ids"};
+  p.outputs = {"ids", "log_probs"}, p.activations = {"x", "draws", "log_probs", "forced", "banned", "penalized", "ids"};
+  p.scalars = {i32_scalar("top_k", o.top_k), f32_scalar("top_p", float(o.top_p)),
+               f32_scalar("temperature", float(o.temperature)), f32_scalar("penalty", float(o.penalty))};
+  p.make = [=] {
+    call_set c{{random({V, T, B}, 3), fb(T, B), fb(T, B)}, {ib(T, B), ib(rules, T, B), ib(rules, T, B), ib(T, B)}};
+    c.f[1].for_each_element([&](int t, int b) { c.f[1](t, b) = float((t * 37 + b * 101) % 997) / 997.0f; });
+    c.i[0].fill(-1);
+    for (int list = 1; list <= 2; ++list)
+      c.i[std::size_t(list)].for_each_element([&](int i, int t, int b) {
+        const int id = (t + b + i * (list == 1 ? 7 : 11)) % V;
+        c.i[std::size_t(list)](i, t, b) = i < V - 1 ? id : -1; // a row keeps a token
+      });
+    return c;
+  };
+  p.verify = [=](call_set& c, error_meter& m) {
+    for (auto [t, b] : sample_rows(T, B)) {
+      std::vector<double> row;
+      std::vector<int> banned, penalized;
+      for (int v = 0; v < V; ++v)
+        row.push_back(c.f[0](v, t, b));
+      for (int i = 0; i < rules; ++i)
+        banned.push_back(c.i[1](i, t, b)), penalized.push_back(c.i[2](i, t, b));
+      const auto want = ref::sample_row(row, banned, penalized, o);
+      const int id = c.i[3](t, b);
+      const double u = c.f[1](t, b);
+      const auto [lo, hi] = want.draws_of(id);
+      m.add(lo - 1e-5 <= u && u < hi + 1e-5 ? 0.0 : 1.0, 0.0); // a token the draw does not choose: error 1
+      if (id >= 0 && id < V)
+        m.add(c.f[2](t, b), want.log_prob(id));
+    }
+  };
+  p.flops = 4.0 * V * T * B; // activations alone
+  return p;
+}
+
 problem embedding(shape_args& s) {
   problem p;
   const int D = s["d_model"], V = s["vocab"], T = s["t"], B = s["batch"];
@@ -216,6 +262,7 @@ const problem_table& problems() {
                     {"log_softmax", [](shape_args& a) { return softmax(a, true); }},
                     {"greedy_pick", greedy_pick},
                     {"beam_candidates", beam_candidates},
+                    {"sample_pick", sample_pick},
                     {"embedding", embedding}};
     add_gemm_problems<dsl::compute::float32>(t);
     add_gemm_problems<dsl::compute::int8>(t);
@@ -294,6 +341,11 @@ const std::map<std::string, std::vector<std::string>>& shape_table() {
       {"beam_candidates",
        {"vocab=333,t=7,batch=2", "vocab=64,t=1,batch=5", "vocab=65,t=1,batch=3", "vocab=1,t=1,batch=1",
         "vocab=333,t=1,batch=65"}},
+      // whole rows, top-k, top-p, both (cutting through ties at 1000 of scale 3 is
+      // unlikely: tests/kernels/sample_pick_test.cpp has those)
+      {"sample_pick",
+       {"vocab=333,t=7,batch=2,topk=10", "vocab=64,t=1,batch=5,topp=90,temperature=70", "vocab=1,t=1,batch=1",
+        "vocab=1000,t=1,batch=3,topk=50,topp=80,penalty=80", "vocab=333,t=1,batch=65,rules=9"}},
       {"embedding",
        {"d_model=34,vocab=50,t=7,batch=2", "d_model=64,vocab=10,t=1,batch=5", "d_model=8,vocab=1,t=1,batch=1",
         "d_model=512,vocab=1000,t=7,batch=4", "d_model=35,vocab=50,t=9,batch=2,split=1",

@@ -135,6 +135,8 @@ private:
   // chunks of its logits); the step that must end with EOS takes it, certain (log
   // P 0, as transformers' forced EOS).
   void greedy_step(int step) {
+    if (samples(o_) && !forced_eos(step))
+      return sampled_step(step);
     if (ruled(step))
       return ruled_greedy_step(step);
     const int* ids = nullptr;
@@ -162,7 +164,35 @@ private:
     }
   }
 
-  // Greedy, under the options: each row's prefix token, sample or best allowed token.
+  // Sampling: the kernel draws each row's token (or takes its prefix token) under
+  // its bans and penalties; only ids and log-probabilities come back.
+  void sampled_step(int step) {
+    const std::size_t rows = std::size_t(blocks());
+    for (auto* lists : {&sampling_.banned, &sampling_.penalized})
+      lists->resize(rows);
+    sampling_.draws.assign(rows, 0.0f), sampling_.forced.assign(rows, -1);
+    for (std::size_t j = 0; j < rows; ++j) {
+      const int s = block_[j];
+      if (done_[std::size_t(s)])
+        continue;
+      // float32 rounds draws within 2^-25 of 1 up to 1, which would pass every sum
+      sampling_.draws[j] = std::min(float(uniform_draw(*o_.seed, first_ + std::size_t(s), step)), 0x1.fffffep-1f);
+      sampling_.forced[j] = prefix_token(s, step);
+      banned_tokens(o_, c_, live_[std::size_t(s)].tokens, sampling_.banned[j]);
+      penalized_tokens(o_, live_[std::size_t(s)].tokens, sampling_.penalized[j]);
+    }
+    const int* ids = nullptr;
+    const float* lps = nullptr;
+    e_.sample(o_, sampling_, ids, lps);
+    for (std::size_t j = 0; j < rows; ++j)
+      if (const int s = block_[j]; !done_[std::size_t(s)]) {
+        if (ids[j] < 0)
+          throw error("every token of the vocabulary is banned at this step: nothing to sample");
+        take(s, ids[j], forced_first(step) ? 0.0f : lps[j], step);
+      }
+  }
+
+  // Greedy, under the options: each row's prefix token or best allowed token.
   void ruled_greedy_step(int step) {
     const executor::beam_candidates c = e_.candidates();
     for (int j = 0; j < blocks(); ++j) {
@@ -175,9 +205,7 @@ private:
       }
       prepare_rules(c, j, live_[std::size_t(s)].tokens);
       int id = prefix_token(s, step);
-      if (id < 0 && samples(o_))
-        id = rules_.sample(uniform_draw(*o_.seed, first_ + std::size_t(s), step));
-      else if (id < 0)
+      if (id < 0)
         id = best_allowed(1).front().second;
       take(s, id, forced_first(step) ? 0.0f : rules_.log_prob(id), step);
     }
@@ -379,6 +407,7 @@ private:
   const on_done_fn& on_done_;
   ibuffer ids_;
   row_rules rules_;
+  executor::sampling_rows sampling_;
 };
 } // namespace
 

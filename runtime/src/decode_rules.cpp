@@ -96,27 +96,43 @@ double uniform_draw(std::uint64_t seed, std::size_t sentence, int step) {
   return double(x >> 11) * 0x1.0p-53;
 }
 
+void penalized_tokens(const decode_options& o, const sentence& tokens, std::vector<int>& out) {
+  out.clear();
+  if (o.repetition_penalty == 1.0f)
+    return;
+  out.assign(tokens.begin(), tokens.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+void ngram_bans(const decode_options& o, const sentence& tokens, std::vector<int>& out) {
+  out.clear();
+  const int n = o.no_repeat_ngram_size, len = int(tokens.size());
+  for (int i = 0; n > 0 && i + n <= len; ++i) // the n-grams whose first n - 1 tokens end the hypothesis
+    if (std::equal(tokens.begin() + i, tokens.begin() + i + n - 1, tokens.end() - (n - 1)))
+      out.push_back(tokens[std::size_t(i + n - 1)]);
+  std::sort(out.begin(), out.end());
+}
+
+void banned_tokens(const decode_options& o, const model_config& c, const sentence& tokens, std::vector<int>& out) {
+  ngram_bans(o, tokens, out);
+  out.insert(out.end(), c.banned_ids.begin(), c.banned_ids.end());
+  if (int(tokens.size()) < o.min_decoding_length)
+    out.push_back(c.eos_id);
+}
+
 void row_rules::prepare(const sentence& tokens, const row& r) {
   row_ = r;
   const float *logits = r.logits, row_max = r.row_max, top_log_prob = r.top_log_prob;
   eos_banned_ = int(tokens.size()) < o_.min_decoding_length;
-  penalized_.clear(), ngram_banned_.clear();
-  if (o_.repetition_penalty != 1.0f) {
-    penalized_.assign(tokens.begin(), tokens.end());
-    std::sort(penalized_.begin(), penalized_.end());
-    penalized_.erase(std::unique(penalized_.begin(), penalized_.end()), penalized_.end());
-  }
+  penalized_tokens(o_, tokens, penalized_);
   // The kernels' log-probabilities are logit - max + top: a sum of exp(logit - max)
   // of 1 / exp(top). The penalty moves a few logits; the sum moves by their change.
   double change = 0;
   for (int v : penalized_)
     change += std::exp(double(logit(v)) - row_max) - std::exp(double(logits[v]) - row_max);
   log_norm_shift_ = float(double(top_log_prob) - std::log1p(change * std::exp(double(top_log_prob))));
-  const int n = o_.no_repeat_ngram_size, len = int(tokens.size());
-  for (int i = 0; n > 0 && i + n <= len; ++i) // the n-grams whose first n - 1 tokens end the hypothesis
-    if (std::equal(tokens.begin() + i, tokens.begin() + i + n - 1, tokens.end() - (n - 1)))
-      ngram_banned_.push_back(tokens[std::size_t(i + n - 1)]);
-  std::sort(ngram_banned_.begin(), ngram_banned_.end());
+  ngram_bans(o_, tokens, ngram_banned_);
 }
 
 bool row_rules::allowed(int token) const {
@@ -176,58 +192,6 @@ const std::vector<std::pair<float, int>>& row_rules::best(int k) {
     std::sort(best_.begin(), best_.end(), better);
   }
   return best_;
-}
-
-// Without top-k and top-p the distribution needs no order: the inverse CDF runs
-// in vocabulary order, one pass after the maximum. Sorting the row instead took
-// 2.6 ms a row at vocabulary 32000 (Zen 4; docs/performance/zen4.md).
-int row_rules::sample_whole_row(double u) {
-  float top = -std::numeric_limits<float>::infinity();
-  for (int v = 0; v < c_.tgt_vocab; ++v)
-    if (allowed(v))
-      top = std::max(top, logit(v));
-  if (!(top > -std::numeric_limits<float>::infinity()))
-    throw error("every token of the vocabulary is banned: nothing to sample");
-  weights_.assign(std::size_t(c_.tgt_vocab), 0.0);
-  double total = 0;
-  for (int v = 0; v < c_.tgt_vocab; ++v)
-    if (allowed(v))
-      total += weights_[std::size_t(v)] = std::exp(double(logit(v) - top) / o_.sampling_temperature);
-  const double target = u * total;
-  double sum = 0;
-  int last = -1;
-  for (int v = 0; v < c_.tgt_vocab; ++v)
-    if (weights_[std::size_t(v)] > 0) {
-      last = v;
-      if ((sum += weights_[std::size_t(v)]) > target)
-        return v;
-    }
-  return last;
-}
-
-int row_rules::sample(double u) {
-  if (o_.sampling_topp >= 1 && (o_.sampling_topk == 0 || o_.sampling_topk >= c_.tgt_vocab))
-    return sample_whole_row(u);
-  const auto& b = best(o_.sampling_topk);
-  if (b.empty())
-    throw error("every token of the vocabulary is banned: nothing to sample");
-  weights_.resize(b.size());
-  double total = 0;
-  for (std::size_t i = 0; i < b.size(); ++i)
-    total += weights_[i] = std::exp(double(b[i].first - b[0].first) / o_.sampling_temperature);
-  std::size_t kept = b.size();
-  if (o_.sampling_topp < 1) { // the fewest best tokens whose probabilities reach topp
-    double mass = 0;
-    for (kept = 0; kept < b.size() && (kept == 0 || mass < o_.sampling_topp * total); ++kept)
-      mass += weights_[kept];
-    total = mass;
-  }
-  const double target = u * total;
-  double sum = 0;
-  for (std::size_t i = 0; i + 1 < kept; ++i)
-    if ((sum += weights_[i]) > target)
-      return b[i].second;
-  return b[kept - 1].second;
 }
 
 } // namespace halformer

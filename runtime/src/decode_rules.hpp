@@ -1,8 +1,9 @@
 // What decode_options add to greedy and beam search (beam_search.cpp): forced
 // target prefixes, random sampling, the repetition penalty, n-gram bans and a
-// minimum length. These work on the host over a row's logits (the
-// candidates() the kernels leave), so a search with none of them keeps the
-// kernels' own pick and chunk-pruned candidates.
+// minimum length. Sampling runs in a kernel (executor::sample(), given each row's
+// draw and token lists from here); the other rules work on the host over a row's
+// logits (the candidates() the kernels leave), so a search with none of them
+// keeps the kernels' own pick and chunk-pruned candidates.
 #pragma once
 
 #include "halformer/config.hpp"
@@ -30,6 +31,14 @@ inline bool samples(const decode_options& o) { return o.sampling_topk != 1; }
 // in any batch, chunk or thread count (splitmix64 of the three).
 double uniform_draw(std::uint64_t seed, std::size_t sentence, int step);
 
+// A hypothesis' token lists under the options: the tokens the repetition penalty
+// applies to (those it holds) and the n-gram repeats it may not make (each
+// sorted, each token once), and every token it may not take (those, the model's
+// banned ids and EOS before min_decoding_length; a token may repeat).
+void penalized_tokens(const decode_options& o, const sentence& tokens, std::vector<int>& out);
+void ngram_bans(const decode_options& o, const sentence& tokens, std::vector<int>& out);
+void banned_tokens(const decode_options& o, const model_config& c, const sentence& tokens, std::vector<int>& out);
+
 // One row's distribution under the options, for a hypothesis: its logits with
 // the repetition penalty, the banned tokens (the model's, EOS before the minimum
 // length, tokens that would repeat an n-gram) and log-probabilities at
@@ -53,20 +62,16 @@ public:
   float log_prob(int token) const;
   // The `k` best allowed tokens by logit, best first (ties: the lower id); k 0: all.
   const std::vector<std::pair<float, int>>& best(int k);
-  // A token drawn from the top-k / top-p distribution at the temperature, by `u` in [0, 1).
-  int sample(double u);
 
 private:
   const decode_options& o_;
   const model_config& c_;
-  void best_of_chunks(int k);     // best(k) reading only the chunks whose maximum can reach it
-  int sample_whole_row(double u); // sample() over every allowed token (top-k 0, top-p 1)
+  void best_of_chunks(int k); // best(k) reading only the chunks whose maximum can reach it
   row row_{};
   float log_norm_shift_ = 0; // log-probability = logit - row_max + shift
   bool eos_banned_ = false;
   std::vector<int> penalized_, ngram_banned_; // sorted
   std::vector<std::pair<float, int>> best_;
-  std::vector<double> weights_;
   std::vector<std::pair<float, int>> chunk_order_;
 };
 

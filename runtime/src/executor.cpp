@@ -61,7 +61,8 @@ template <class B> void executor::download(B& b) const {
     require_ok(b.copy_to_host(), "copying from the device", device_);
   }
 }
-template void executor::upload(ibuffer&) const; // for executor_rows.cpp
+template void executor::upload(ibuffer&) const; // for executor_rows.cpp and executor_sampling.cpp
+template void executor::upload(abuffer&) const;
 void executor::copy(abuffer src, abuffer dst) const {
   if (!iface_) {
     dst.copy_from(src);
@@ -123,6 +124,8 @@ void executor::reserve(const capacity& c) {
   tgt_rows_.for_each_element([&](int key, int row) { tgt_rows_(key, row) = row; });
   old_tgt_rows_.assign(std::size_t(tgt_cap_) * std::size_t(rows_cap_), 0);
   pick_ids_ = ibuffer(1, rows_cap_), pick_lp_ = fbuffer(1, rows_cap_);
+  sample_draws_ = fbuffer(1, rows_cap_), sample_forced_ = ibuffer(1, rows_cap_);
+  sample_banned_ = ibuffer(1, 1, rows_cap_), sample_penalized_ = ibuffer(1, 1, rows_cap_);
   for (ibuffer* b : {&src_lengths_, &tgt_lengths_, &vocab_lengths_, &pick_ids_, &src_rows_, &tgt_rows_})
     upload(*b);
   upload(pick_lp_);
@@ -161,6 +164,7 @@ executor::scalar_value executor::scalar(const operand& o) const {
                    : o.kind == role::frequency_step  ? config_.frequency_step()
                    : o.kind == role::first_position  ? config_.first_position
                    : o.kind == role::target_position ? pos_ + config_.first_position
+                   : o.kind == role::decode_option   ? *o.option
                                                      : o.value;
   scalar_value s{};
   if (o.type.code == halide_type_float)
@@ -207,7 +211,7 @@ void executor::run(const plan& p, phase ph) {
         ints[i] = o.kind == role::tokens    ? *o.integers
                   : o.kind == role::lengths ? o.integers->cropped(0, 0, o.integers == &src_lengths_ ? sources() : rows_)
                   : o.kind == role::kv_rows ? kv_rows_view(o)
-                                            : o.integers->cropped(1, 0, rows_);
+                                            : o.integers->cropped(o.integers->dimensions() - 1, 0, rows_);
         args[i] = ints[i].raw_buffer();
       } else if (o.weight) { // a kernel does not write its inputs
         args[i] = const_cast<weight_buffer*>(o.weight)->raw_buffer();
@@ -312,6 +316,10 @@ void executor::pick(const int*& ids, const float*& log_probs) {
   if (t_ != 1)
     throw error("pick: the last decode() ran " + std::to_string(t_) + " positions; greedy steps run one");
   run(pick_, phase::decode);
+  picked(ids, log_probs);
+}
+
+void executor::picked(const int*& ids, const float*& log_probs) const {
   ibuffer iv = pick_ids_.cropped(1, 0, rows_);
   fbuffer pv = pick_lp_.cropped(1, 0, rows_);
   download(iv);

@@ -14,6 +14,7 @@
 
 #include "devices.hpp"
 #include "halformer/dsl/layers.hpp"
+#include "halformer/model.hpp"
 #include "profiler.hpp"
 #include "weights.hpp"
 
@@ -39,7 +40,7 @@ kv_type default_kv(device d, gemm_weights gemms);
 struct layer_descriptions {
   std::vector<dsl::layers::flat_step> encoder, decoder;
   std::vector<dsl::layers::flat_step> encoder_input, encoder_output, decoder_input, decoder_output;
-  std::vector<dsl::layers::flat_step> candidates, pick;
+  std::vector<dsl::layers::flat_step> candidates, pick, sampling;
   static layer_descriptions of(const model_config& config, gemm_weights gemms = gemm_weights::float32,
                                kv_type kv = kv_type::float32);
 };
@@ -97,6 +98,17 @@ public:
   // per row the best token (ties: the lowest id) and its log-probability. Only
   // these come to the host. The spans hold rows() entries until the next call.
   void pick(const int*& ids, const float*& log_probs);
+  // Random sampling's choice from the same logits (dsl/kernels.hpp: sample_pick):
+  // per row the token drawn under `o` (top-k, top-p, temperature, repetition
+  // penalty) at its draw, or its forced token, and the token's log-probability.
+  // Only these come to the host, as pick()'s; per row the host gives its draw in
+  // [0, 1), its forced token (-1: none) and its banned and penalized tokens.
+  struct sampling_rows {
+    std::vector<float> draws;
+    std::vector<int> forced;
+    std::vector<std::vector<int>> banned, penalized; // penalized: each token once
+  };
+  void sample(const decode_options& o, const sampling_rows& rows, const int*& ids, const float*& log_probs);
   // Row r of every self-attention cache becomes row parent[r] (positions < len):
   // by the rows' key table, no cache data moves.
   void reorder_caches(const std::vector<int>& parent, int len);
@@ -134,6 +146,7 @@ private:
     abuffer* act = nullptr;         // activation, cache or per-source tensor
     ibuffer* integers = nullptr;    // lengths, the call's tokens or the picked ids
     const ibuffer* table = nullptr; // role::own_rows: the k/v row table it describes
+    const double* option = nullptr; // role::decode_option: the current value
     double value = 0;               // role::constant
     int seq_dim = -1;               // index of the src/tgt dimension, -1 if none
     bool seq_is_tgt = false;
@@ -189,7 +202,7 @@ private:
   const halide_device_interface_t* iface_; // null on the CPU
   std::vector<plan> encoder_, decoder_;
   plan cross_; // the decoder's per-source steps (cross-attention K/V), run once per source
-  plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, candidates_, pick_;
+  plan encoder_input_, encoder_output_, decoder_input_, decoder_output_, candidates_, pick_, sampling_;
   std::map<std::string, abuffer> acts_;
   // The activations the phases hand over (float32), looked up once at binding (a
   // decode step looks nothing up by name).
@@ -201,7 +214,15 @@ private:
   ibuffer src_lengths_, tgt_lengths_, vocab_lengths_;
   ibuffer pick_ids_; // (1, rows)
   abuffer pick_lp_;  // (1, rows), float32
-  ibuffer tokens_;   // the current call's token ids (a view of the caller's)
+  // sample()'s per-row inputs ((1, rows); the lists (rules, 1, rows), grown to the
+  // longest list) and its options, by their names in layers::sampling_choice().
+  abuffer sample_draws_;
+  ibuffer sample_forced_, sample_banned_, sample_penalized_;
+  std::map<std::string, double> sample_options_{
+      {"sampling_topk", 0}, {"sampling_topp", 1}, {"sampling_temperature", 1}, {"repetition_penalty", 1}};
+  void fill_sampling_rows(const sampling_rows& rows);
+  void picked(const int*& ids, const float*& log_probs) const; // the picked buffers, on the host
+  ibuffer tokens_;                                             // the current call's token ids (a view of the caller's)
   // Attention's k/v row tables (key position, row): the identity for sources, and
   // for the self-attention caches the row holding each position of each row's
   // history (beams share their prefixes' rows); old_tgt_rows_ is reorder's copy.

@@ -31,6 +31,7 @@ template <class G, class KV> layer_descriptions described(const model_config& c,
                                   : layers::flatten(layers::decoder_output(false_c, gemms));
   d.candidates = layers::flatten(layers::beam_choice());
   d.pick = layers::flatten(layers::greedy_choice());
+  d.sampling = layers::flatten(layers::sampling_choice());
   return d;
 }
 
@@ -87,6 +88,7 @@ void executor::bind_top(const layer_descriptions& layers) {
   decoder_output_ = bind(layers.decoder_output, top, "decoder output", true);
   candidates_ = bind(layers.candidates, top, "beam candidates", true);
   pick_ = bind(layers.pick, top, "greedy pick", true);
+  sampling_ = bind(layers.sampling, top, "sampling", true);
   const auto handed_over = [&](const std::string& key) {
     auto a = acts_.find(key);
     if (a == acts_.end())
@@ -209,6 +211,27 @@ executor::operand executor::bind_operand(const layers::flat_operand& o, const la
     else
       op.act = &pick_lp_, op.seq_dim = 0, op.seq_is_tgt = true, op.batch_dim = 1;
     return op;
+  case role::choice_input: { // filled by sample() (executor_sampling.cpp)
+    if (o.actual == "draws") {
+      op.act = &sample_draws_, op.seq_dim = 0, op.seq_is_tgt = true, op.batch_dim = 1;
+      return op;
+    }
+    ibuffer* b = o.actual == "forced"      ? &sample_forced_
+                 : o.actual == "banned"    ? &sample_banned_
+                 : o.actual == "penalized" ? &sample_penalized_
+                                           : nullptr;
+    if (!b)
+      throw error("unknown decode choice input '" + o.actual + "' (draws, forced, banned or penalized)");
+    op.integers = b;
+    return op;
+  }
+  case role::decode_option: {
+    auto v = sample_options_.find(o.actual);
+    if (v == sample_options_.end())
+      throw error("unknown decoding option '" + o.actual + "'");
+    op.option = &v->second;
+    return op;
+  }
   case role::constant:
     op.value = o.value;
     return op;

@@ -9,6 +9,7 @@ set(kernel_test_sources
   ${CMAKE_CURRENT_LIST_DIR}/ffn_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/beam_candidates_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/greedy_pick_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/sample_pick_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/problems_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/projections_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/registry_test.cpp

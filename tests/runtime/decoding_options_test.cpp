@@ -222,6 +222,49 @@ TEST_CASE("a seed repeats its samples bitwise in any batch size and thread count
   CHECK(m.translate(sources, cold)[0][0].tokens == m.translate(sources, greedy)[0][0].tokens);
 }
 
+// The token's log-probability under the rules' penalty, normalized over the whole
+// vocabulary (bans do not renormalize: the scores greedy and beam search report).
+double penalized_log_prob(const std::vector<float>& logits, const sentence& h, double penalty, int token) {
+  std::vector<double> l(logits.begin(), logits.end());
+  for (std::size_t v = 0; v < l.size(); ++v)
+    if (std::find(h.begin(), h.end(), int(v)) != h.end())
+      l[v] = l[v] > 0 ? l[v] / penalty : l[v] * penalty;
+  const double top = *std::max_element(l.begin(), l.end());
+  double z = 0;
+  for (double x : l)
+    z += std::exp(x - top);
+  return l[std::size_t(token)] - top - std::log(z);
+}
+
+TEST_CASE("sampling under bans and the penalty takes allowed tokens scored by their penalized log-probabilities",
+          "[decode_options][sampling]") {
+  Model m = tiny();
+  decode_options o;
+  o.max_len = 16, o.sampling_topk = 0, o.sampling_temperature = 1.2f, o.seed = 11, o.length_penalty = 0;
+  o.repetition_penalty = 2.0f, o.no_repeat_ngram_size = 2, o.min_decoding_length = 6;
+  const std::vector<sentence> sources{source, {4, 8, 2}, {12, 3, 19, 6, 2}};
+  const auto results = m.translate(sources, o);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const sentence& h = results[i][0].tokens;
+    INFO("source " << i);
+    CHECK(int(h.size()) > o.min_decoding_length);
+    m.begin({sources[i]});
+    int previous = m.config().bos_id;
+    double score = 0;
+    for (std::size_t k = 0; k < h.size(); ++k) {
+      const std::vector<float> logits = m.decode_step({previous});
+      const sentence before(h.begin(), h.begin() + long(k));
+      INFO("step " << k);
+      CHECK((h[k] != m.config().eos_id || int(k) >= o.min_decoding_length));
+      for (std::size_t j = 0; j + 1 < before.size(); ++j) // no repeated bigram
+        CHECK(!(before[j] == before.back() && before[j + 1] == h[k]));
+      score += penalized_log_prob(logits, before, o.repetition_penalty, h[k]);
+      previous = h[k];
+    }
+    CHECK(std::abs(results[i][0].score - score) <= 1e-4 * (1 + std::abs(score)));
+  }
+}
+
 TEST_CASE("the token callback sees each hypothesis' tokens in order; long sources are cut", "[decode_options]") {
   Model m = tiny();
   std::map<std::size_t, sentence> streamed;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The model on OpenCL (the GPU schedules, run by PoCL here) against the CPU runtime
-# on every parity fixture: greedy and beam-4 tokens identical, forward logits and
+# on every parity fixture: greedy, beam-4 and sampled tokens identical, forward logits and
 # encoder output within 1e-4 of the CPU's (relative to their RMS; float32 kernels
 # with different reduction orders differ by ~1e-6). Also: --device auto never picks
 # an OpenCL CPU device, and a device that is absent is a clear error.
@@ -20,6 +20,12 @@ print('\n'.join(' '.join(map(str, s[b, :n])) for b, n in enumerate(e['src_length
     ocl=$("$bin" run --model "$model" --max-len 12 --beam $beam --device opencl <<<"$input") || fail "$name: opencl run"
     [[ -n "$cpu" && "$cpu" == "$ocl" ]] || fail "$name beam $beam: opencl printed '$ocl', cpu '$cpu'"
   done
+  # sampling (hf_sample_pick on the device): the same seed draws the same tokens
+  sampling=(--max-len 12 --sampling-topk 5 --sampling-topp 0.9 --sampling-temperature 0.8 --seed 5
+    --repetition-penalty 1.3 --no-repeat-ngram-size 2)
+  cpu=$("$bin" run --model "$model" "${sampling[@]}" --device cpu <<<"$input") || fail "$name: cpu sampling"
+  ocl=$("$bin" run --model "$model" "${sampling[@]}" --device opencl <<<"$input") || fail "$name: opencl sampling"
+  [[ -n "$cpu" && "$cpu" == "$ocl" ]] || fail "$name sampling: opencl printed '$ocl', cpu '$cpu'"
   tmp=$(mktemp -d)
   for d in cpu opencl; do
     "$bin" forward --model "$model" --src "$model/src.npy" --tgt "$model/tgt.npy" --device $d \

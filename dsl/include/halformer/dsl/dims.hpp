@@ -36,6 +36,7 @@ HALFORMER_DIM(batch);   // sentence in the batch (batch x beam when decoding)
 HALFORMER_DIM(kv_row);  // a row of attention's keys and values, which a table names per (key, batch row)
 HALFORMER_DIM(vocab);   // vocabulary entry
 HALFORMER_DIM(chunk);   // a chunk of consecutive entries of a row (beam search's candidates)
+HALFORMER_DIM(rule);    // one of a row's listed tokens (sampling's banned or penalized ones)
 // Sequence axes of a sequence-to-sequence model; kernels' formal t/tk bind to them.
 HALFORMER_DIM(src); // source position (encoder)
 HALFORMER_DIM(tgt); // target position (decoder)

@@ -13,6 +13,7 @@
 // `all` below.
 #pragma once
 
+#include "halformer/dsl/expr_sampling.hpp"
 #include "halformer/dsl/kernels_attention.hpp"
 #include "halformer/dsl/kernels_gemm.hpp"
 
@@ -146,15 +147,43 @@ struct beam_candidates {
   }
 };
 
+// Random sampling's choice per logits row (expr_sampling.hpp): the token and its
+// log-probability, two numbers per row, as greedy_pick's. The host gives each row
+// its draw in [0, 1), its forced token (-1: none) and its banned and penalized
+// tokens (both lists of one length, -1 padding; a token at most once in each).
+struct sample_pick {
+  static constexpr std::string_view name = "sample_pick", schedule = "sample_pick";
+  HF_LEAF(x, input("x", shape(vocab, t, batch)));
+  HF_LEAF(draws, input("draws", shape(t, batch)));
+  HF_LEAF(forced, input("forced", shape(t, batch), i32));
+  HF_LEAF(banned, input("banned", shape(rule, t, batch), i32));
+  HF_LEAF(penalized, input("penalized", shape(rule, t, batch), i32));
+  HF_LEAF(top_k, param("top_k", i32));
+  HF_LEAF(top_p, param("top_p"));
+  HF_LEAF(temperature, param("temperature"));
+  HF_LEAF(penalty, param("penalty"));
+
+  auto ids() const {
+    return sample_token("sample", x, draws, forced, banned, penalized, top_k, top_p, temperature, penalty);
+  }
+  auto inputs() const {
+    return hana::make_tuple(x, draws, forced, banned, penalized, top_k, top_p, temperature, penalty);
+  }
+  auto outputs() const {
+    return hana::make_tuple(result("ids", ids()),
+                            result("log_probs", token_log_prob("sample_log_prob", x, penalized, penalty, ids())));
+  }
+};
+
 // The registry: every kernel the libraries hold, by its struct. The build's kernel
 // list (cmake/HalformerKernels.cmake) names these.
 inline constexpr auto all =
     hana::tuple_t<embedding, qkv_projection, kv_projection, q_projection, attention, attention_f16kv, kv_to_float16,
                   out_projection, ffn_relu, ffn_gelu, ffn_silu, layernorm, add_layernorm, softmax, log_softmax, logits,
-                  greedy_pick, beam_candidates, embedding_int8, logits_int8, qkv_projection_int8, kv_projection_int8,
-                  q_projection_int8, out_projection_int8, ffn_relu_int8, ffn_gelu_int8, ffn_silu_int8, logits_bf16,
-                  qkv_projection_bf16, kv_projection_bf16, q_projection_bf16, out_projection_bf16, ffn_relu_bf16,
-                  ffn_gelu_bf16, ffn_silu_bf16>;
+                  greedy_pick, beam_candidates, sample_pick, embedding_int8, logits_int8, qkv_projection_int8,
+                  kv_projection_int8, q_projection_int8, out_projection_int8, ffn_relu_int8, ffn_gelu_int8,
+                  ffn_silu_int8, logits_bf16, qkv_projection_bf16, kv_projection_bf16, q_projection_bf16,
+                  out_projection_bf16, ffn_relu_bf16, ffn_gelu_bf16, ffn_silu_bf16>;
 
 // Each kernel of the registry has a name of its own (visit() finds the first of
 // a name; GEMM kernels' names are joined from a base and a compute type's suffix).

@@ -37,6 +37,9 @@ enum class role {
   model_width,     // a scalar: the configuration's d_model
   tokens,          // the call's token ids (t, batch), int32
   picked,          // greedy decoding's chosen ids (t, batch), int32, written by the step
+  choice_input,    // a per-row input of a decode choice the host fills each step, by name
+                   // (sampling's draws, forced tokens, banned and penalized token lists)
+  decode_option,   // a scalar: the call's decoding option of that name (sampling_topk, ...)
 };
 
 // Whether an operand of this role is a scalar argument (not a buffer).
@@ -44,7 +47,7 @@ constexpr bool is_scalar(role r) {
   return r == role::constant || r == role::position || r == role::decode_step || r == role::own_rows ||
          r == role::layer_norm_eps || r == role::embedding_scale || r == role::split_positions ||
          r == role::frequency_step || r == role::first_position || r == role::target_position ||
-         r == role::vocabulary || r == role::model_width;
+         r == role::vocabulary || r == role::model_width || r == role::decode_option;
 }
 
 // Whether a tensor of this role is sized and computed per source (not per row).
@@ -85,6 +88,8 @@ template <class Seq> scalar_ref vocabulary(Seq) { return {std::string(Seq::type:
 inline scalar_ref model_width() { return {"d_model", role::model_width}; }
 template <class S> tensor_ref<S> tokens(S) { return {"tokens", role::tokens}; }
 template <class S> tensor_ref<S> picked(S) { return {"picked", role::picked}; }
+template <class S> tensor_ref<S> choice_input(std::string name, S) { return {std::move(name), role::choice_input}; }
+inline scalar_ref decode_option(std::string name) { return {std::move(name), role::decode_option}; }
 
 // One operand: the kernel's formal leaf (its argument name and element type) and
 // the actual tensor.

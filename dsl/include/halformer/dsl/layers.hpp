@@ -177,6 +177,20 @@ inline auto greedy_choice() {
                               out::rows("ids", i32) >> picked(shape(tgt, batch)),
                               out::rows("log_probs", f32) >> picked(shape(tgt, batch))));
 }
+// Random sampling's choice per row of the logits: the id and its log-probability
+// (into greedy's buffers), from the rows' draws, forced tokens and token lists
+// and the call's options, which the host sets before each step.
+inline auto sampling_choice() {
+  kernels::sample_pick sp;
+  return hana::make_tuple(run(
+      sp, sp.x >> ref("logits", shape(vocab, tgt, batch)), sp.draws >> choice_input("draws", shape(tgt, batch)),
+      sp.forced >> choice_input("forced", shape(tgt, batch)),
+      sp.banned >> choice_input("banned", shape(rule, tgt, batch)),
+      sp.penalized >> choice_input("penalized", shape(rule, tgt, batch)), sp.top_k >> decode_option("sampling_topk"),
+      sp.top_p >> decode_option("sampling_topp"), sp.temperature >> decode_option("sampling_temperature"),
+      sp.penalty >> decode_option("repetition_penalty"), out::rows("ids", i32) >> picked(shape(tgt, batch)),
+      out::rows("log_probs", f32) >> picked(shape(tgt, batch))));
+}
 
 // Calls f(step) for each step in order.
 template <class Layer, class F> void walk(const Layer& layer, F&& f) { hana::for_each(layer, f); }

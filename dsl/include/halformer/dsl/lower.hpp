@@ -354,6 +354,23 @@ private:
   template <class Args> void build(const op::max_log_prob& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::chunk_max& o, lowered& r, std::vector<lowered>& a, const Args&);
 
+  // Random sampling (lower_sampling.hpp).
+  template <class Args> void build(const op::sample_token& o, lowered& r, std::vector<lowered>& a, const Args&);
+  template <class Args> void build(const op::token_log_prob& o, lowered& r, std::vector<lowered>& a, const Args&);
+  struct sampling_row;
+  struct sampling_kept;
+  using sampling_term = std::function<Halide::Expr(const Halide::Expr&)>;
+  Halide::Func sampling_sum(const sampling_row& s, const std::string& stage, const Halide::Expr& extent,
+                            const sampling_term& term);
+  Halide::Expr sampling_search(const sampling_row& s, const std::string& name, const Halide::Expr& active,
+                               Halide::Expr lo, Halide::Expr hi, const Halide::Expr& target, const sampling_term& term);
+  Halide::Func sampling_logits(const sampling_row& s, const std::string& name, const lowered& x, const lowered& banned,
+                               const lowered& penalized, const Halide::Expr& penalty);
+  sampling_kept sampling_thresholds(const sampling_row& s, const std::string& n, const Halide::Expr& k,
+                                    const Halide::Expr& p);
+  Halide::Expr sampling_draw(const sampling_row& s, const std::string& n, const sampling_kept& kept,
+                             const Halide::Expr& u);
+
   // Quantization (lower_quantize.hpp).
   template <class Args> void build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&);
   template <class Args> void build(const op::quantize& o, lowered& r, std::vector<lowered>& a, const Args&);
@@ -382,3 +399,4 @@ private:
 #include "halformer/dsl/lower_panels.hpp"
 #include "halformer/dsl/lower_quantize.hpp"
 #include "halformer/dsl/lower_rows.hpp"
+#include "halformer/dsl/lower_sampling.hpp"

@@ -93,6 +93,17 @@ struct chunk_max { // along dim 0: the largest of every `size` consecutive eleme
   std::string name;
   int size;
 };
+// Random sampling's token along dim 0 of logits (lower_sampling.hpp): the
+// repetition penalty and bans applied, top-k then top-p at a temperature, drawn by
+// the row's uniform number; a row's forced token, where it has one, instead.
+struct sample_token {
+  std::string name;
+};
+// The log-probability (temperature 1, the penalty applied, normalized over the
+// whole vocabulary) of each row's token along dim 0.
+struct token_log_prob {
+  std::string name;
+};
 struct quant_step { // along dim 0: max |x| / 127, the step of a row's symmetric int8 quantization
   std::string name;
 };

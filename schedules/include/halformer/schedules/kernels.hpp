@@ -15,11 +15,13 @@
 #include "halformer/schedules/cpu/float32.hpp"
 #include "halformer/schedules/cpu/quantized.hpp"
 #include "halformer/schedules/cpu/rows.hpp"
+#include "halformer/schedules/cpu/sampling.hpp"
 #include "halformer/schedules/gpu/attention.hpp"
 #include "halformer/schedules/gpu/candidates.hpp"
 #include "halformer/schedules/gpu/projections.hpp"
 #include "halformer/schedules/gpu/quantized.hpp"
 #include "halformer/schedules/gpu/rows.hpp"
+#include "halformer/schedules/gpu/sampling.hpp"
 
 #include <type_traits>
 #include <utility>
@@ -78,8 +80,8 @@ void call(const Halide::Target& t, const knob_values& k, const bucket_scope& in,
     F(std::forward<A>(a)..., k);
 }
 // schedule_fn adapters by how a schedule takes the outputs: one Func, the
-// outputs' (stage, Func) pairs (the projections', kv_to_float16's), two outputs (greedy pick's ids and
-// log-probabilities; beam candidates' chunk maxima and log-probabilities).
+// outputs' (stage, Func) pairs (the projections', kv_to_float16's), two outputs (greedy pick's and sampling's
+// ids and log-probabilities; beam candidates' chunk maxima and log-probabilities).
 template <auto F>
 void one(const dsl::lowering& c, const std::vector<output>& o, const Halide::Target& t, const knob_values& k,
          const bucket_scope& in) {
@@ -121,7 +123,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
         {"layernorm", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::layernorm>}},
         {"softmax", {cpu::row_knobs(), revisions::cpu_rows, one<cpu::softmax>}},
         {"greedy_pick", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::greedy_pick>}},
-        {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}}};
+        {"beam_candidates", {cpu::candidates_knobs(), revisions::cpu_candidates, pick<cpu::beam_candidates>}},
+        {"sample_pick", {cpu::sampling_knobs(), revisions::cpu_sampling, pick<cpu::sample_pick>}}};
     add_gemm_sections<cpu::float32_inputs>(m, "", revisions::cpu_float32);
     add_gemm_sections<cpu::int8_inputs>(m, "_int8", revisions::cpu_panels);
     add_gemm_sections<cpu::bf16_inputs>(m, "_bf16", revisions::cpu_panels); // the CPU library only
@@ -142,7 +145,8 @@ inline const std::map<std::string, section_info>& sections(family f) {
       {"out_projection_int8", {gpu::gemm_knobs(), revisions::gpu_quantized, one<gpu::quantized_out_projection>}},
       {"ffn_int8", {gpu::ffn_knobs(), revisions::gpu_quantized, one<gpu::quantized_ffn>}},
       {"greedy_pick", {gpu::pick_knobs(), revisions::gpu_rows, pick<gpu::greedy_pick>}},
-      {"beam_candidates", {gpu::candidates_knobs(), revisions::gpu_candidates, pick<gpu::beam_candidates>}}};
+      {"beam_candidates", {gpu::candidates_knobs(), revisions::gpu_candidates, pick<gpu::beam_candidates>}},
+      {"sample_pick", {gpu::sampling_knobs(), revisions::gpu_sampling, pick<gpu::sample_pick>}}};
   return f == family::gpu ? gpu_sections : cpu_sections;
 }
 inline const std::vector<knob_decl>& knobs_of(const std::string& section, const Halide::Target& t) {
