@@ -1,6 +1,7 @@
 #include "beam_search.hpp"
 
 #include "decode_rules.hpp"
+#include "search_parts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,22 +9,7 @@
 
 namespace halformer {
 namespace {
-struct beam {
-  std::vector<int> tokens;
-  double score = 0;
-  bool alive = false;
-};
-struct candidate {
-  double score;
-  int beam, token;
-  bool operator<(const candidate& o) const { // better first
-    if (score != o.score)
-      return score > o.score;
-    if (beam != o.beam)
-      return beam < o.beam;
-    return token < o.token;
-  }
-};
+using namespace search_parts;
 
 // The decode loop's state. Batch rows come in blocks of K (one per beam); block j
 // serves sentence block_[j]. Beams live_[s * K + b] are indexed by sentence, so
@@ -92,25 +78,6 @@ private:
   double accumulate(double score, float log_prob) const {
     return transformers_rules() ? double(float(score) + log_prob) : score + double(log_prob);
   }
-  // Adds a finished hypothesis. transformers' rules keep the beam best by score (on
-  // a tie the earlier); halformer's keep the first beam ones.
-  void add_finished(std::vector<hypothesis>& f, hypothesis h) {
-    if (!transformers_rules()) {
-      if (int(f.size()) < K_)
-        f.push_back(std::move(h));
-      return;
-    }
-    const auto worst = [&] {
-      return std::min_element(f.begin(), f.end(),
-                              [](const hypothesis& a, const hypothesis& b) { return a.score < b.score; });
-    };
-    if (int(f.size()) == K_ && !(h.score > worst()->score))
-      return;
-    f.push_back(std::move(h));
-    if (int(f.size()) > K_)
-      f.erase(worst());
-  }
-
   void decode(int step) {
     for (int j = 0; j < blocks(); ++j)
       for (int b = 0; b < K_; ++b) {
@@ -243,17 +210,6 @@ private:
       finish(s);
   }
 
-  // A row's log-probabilities from its candidates: logit - max + the best's.
-  struct row_log_probs {
-    float row_max, top;
-    row_log_probs(const executor::beam_candidates& c, int r) {
-      const int chunks = c.chunk_max.dim(0).extent();
-      const float* chunk_max = &c.chunk_max(0, 0, r);
-      row_max = *std::max_element(chunk_max, chunk_max + chunks), top = c.top_log_prob(0, r);
-    }
-    float operator()(float logit) const { return (logit - row_max) + top; }
-  };
-
   // Beam b's (row r's) 2K best allowed tokens into best_ (ties: lower id), by
   // insertion into a short list; `only_eos`: EOS alone, certain (the forced last step).
   // Log-probabilities are logit - max + top, monotone in the logit, so a token
@@ -344,7 +300,7 @@ private:
           continue;
         hypothesis h{from.tokens, float(normalized(cand.score, step))};
         h.tokens.push_back(cand.token);
-        add_finished(f, std::move(h));
+        add_finished(f, std::move(h), K_, transformers_rules());
       } else {
         beam& to = next_[std::size_t(s) * K_ + extended];
         to.tokens.assign(from.tokens.begin(), from.tokens.end());
@@ -361,7 +317,7 @@ private:
     if (last && !(transformers_rules() && int(f.size()) >= K_)) // (there a sentence with beam hypotheses is done)
       for (int b = 0; b < extended; ++b) {
         const beam& x = next_[std::size_t(s) * K_ + b];
-        add_finished(f, {x.tokens, float(normalized(x.score, step))});
+        add_finished(f, {x.tokens, float(normalized(x.score, step))}, K_, transformers_rules());
       }
     for (int b = 0; b < K_; ++b)
       std::swap(live_[std::size_t(s) * K_ + b], next_[std::size_t(s) * K_ + b]);

@@ -36,9 +36,8 @@ public:
   // Extent estimates per dimension symbol (and values per scalar param name) for
   // Halide's autoschedulers; empty for hand-scheduled builds.
   std::map<std::string, int> estimates;
-  // How int8 x int8 dot products sum (lower_quantize.hpp): as int16 pairs, as
-  // unsigned x signed byte quads (x86 vpdpbusd) or as signed byte quads (AArch64
-  // sdot); the generator sets it from the target.
+  // How int8 x int8 dot products sum (lower_quantize.hpp): int16 pairs, unsigned x signed
+  // byte quads (x86 vpdpbusd) or signed ones (AArch64 sdot); the generator sets it from the target.
   enum class int8_form { pairs, unsigned_quads, signed_quads };
   int8_form int8_products = int8_form::pairs;
   // Whether an int8 input's GEMM sums byte quads, its stored input (lower_quantize.hpp).
@@ -359,17 +358,16 @@ private:
   template <class Args> void build(const op::token_log_prob& o, lowered& r, std::vector<lowered>& a, const Args&);
   struct sampling_row;
   struct sampling_kept;
-  using sampling_term = std::function<Halide::Expr(const Halide::Expr&)>;
-  Halide::Func sampling_sum(const sampling_row& s, const std::string& stage, const Halide::Expr& extent,
-                            const sampling_term& term);
-  Halide::Expr sampling_search(const sampling_row& s, const std::string& name, const Halide::Expr& active,
-                               Halide::Expr lo, Halide::Expr hi, const Halide::Expr& target, const sampling_term& term);
+  using expr = Halide::Expr;
+  using sampling_term = std::function<expr(const expr&)>;
+  Halide::Func sampling_sum(const sampling_row& s, const std::string& stage, const expr& extent,
+                            const sampling_term& f);
+  expr sampling_search(const sampling_row& s, const std::string& name, const expr& active, expr lo, expr hi,
+                       const expr& target, const sampling_term& term);
   Halide::Func sampling_logits(const sampling_row& s, const std::string& name, const lowered& x, const lowered& banned,
-                               const lowered& penalized, const Halide::Expr& penalty);
-  sampling_kept sampling_thresholds(const sampling_row& s, const std::string& n, const Halide::Expr& k,
-                                    const Halide::Expr& p);
-  Halide::Expr sampling_draw(const sampling_row& s, const std::string& n, const sampling_kept& kept,
-                             const Halide::Expr& u);
+                               const lowered& penalized, const expr& penalty);
+  sampling_kept sampling_thresholds(const sampling_row& s, const std::string& n, const expr& k, const expr& p);
+  expr sampling_draw(const sampling_row& s, const std::string& n, const sampling_kept& kept, const expr& u);
 
   // Quantization (lower_quantize.hpp).
   template <class Args> void build(const op::quant_step& o, lowered& r, std::vector<lowered>& a, const Args&);

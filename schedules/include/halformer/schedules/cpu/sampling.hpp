@@ -8,13 +8,13 @@
 
 #include "halformer/dsl/lower.hpp"
 #include "halformer/schedules/buckets.hpp"
+#include "halformer/schedules/cpu/candidates.hpp"
 #include "halformer/schedules/cpu/lanes.hpp"
 
 namespace halformer::schedules::cpu {
 
-inline std::vector<knob_decl> sampling_knobs() {
-  return {{"rows_per_task", {1, 2, 4, 8, 16, 32}, "rows per parallel task"}};
-}
+// As the other decode choices': rows per parallel task.
+inline std::vector<knob_decl> sampling_knobs() { return candidates_knobs(); }
 
 inline void sample_pick(const dsl::lowering& ctx, Halide::Func ids, Halide::Func log_probs,
                         const Halide::Target& target, const knob_values& k, const bucket_scope& in) {
