@@ -105,43 +105,40 @@ void penalized_tokens(const decode_options& o, const sentence& tokens, std::vect
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
+namespace {
+// The n-grams whose first n - 1 tokens end the hypothesis: their last tokens.
 void ngram_bans(const decode_options& o, const sentence& tokens, std::vector<int>& out) {
   out.clear();
   const int n = o.no_repeat_ngram_size, len = int(tokens.size());
-  for (int i = 0; n > 0 && i + n <= len; ++i) // the n-grams whose first n - 1 tokens end the hypothesis
+  for (int i = 0; n > 0 && i + n <= len; ++i)
     if (std::equal(tokens.begin() + i, tokens.begin() + i + n - 1, tokens.end() - (n - 1)))
       out.push_back(tokens[std::size_t(i + n - 1)]);
-  std::sort(out.begin(), out.end());
 }
+} // namespace
 
 void banned_tokens(const decode_options& o, const model_config& c, const sentence& tokens, std::vector<int>& out) {
   ngram_bans(o, tokens, out);
   out.insert(out.end(), c.banned_ids.begin(), c.banned_ids.end());
   if (int(tokens.size()) < o.min_decoding_length)
     out.push_back(c.eos_id);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
 void row_rules::prepare(const sentence& tokens, const row& r) {
   row_ = r;
   const float *logits = r.logits, row_max = r.row_max, top_log_prob = r.top_log_prob;
-  eos_banned_ = int(tokens.size()) < o_.min_decoding_length;
   penalized_tokens(o_, tokens, penalized_);
+  banned_tokens(o_, c_, tokens, banned_);
   // The kernels' log-probabilities are logit - max + top: a sum of exp(logit - max)
   // of 1 / exp(top). The penalty moves a few logits; the sum moves by their change.
   double change = 0;
   for (int v : penalized_)
     change += std::exp(double(logit(v)) - row_max) - std::exp(double(logits[v]) - row_max);
   log_norm_shift_ = float(double(top_log_prob) - std::log1p(change * std::exp(double(top_log_prob))));
-  ngram_bans(o_, tokens, ngram_banned_);
 }
 
-bool row_rules::allowed(int token) const {
-  if (eos_banned_ && token == c_.eos_id)
-    return false;
-  if (std::find(c_.banned_ids.begin(), c_.banned_ids.end(), token) != c_.banned_ids.end())
-    return false;
-  return !std::binary_search(ngram_banned_.begin(), ngram_banned_.end(), token);
-}
+bool row_rules::allowed(int token) const { return !std::binary_search(banned_.begin(), banned_.end(), token); }
 
 float row_rules::logit(int token) const {
   const float l = row_.logits[token];

@@ -31,12 +31,11 @@ inline bool samples(const decode_options& o) { return o.sampling_topk != 1; }
 // in any batch, chunk or thread count (splitmix64 of the three).
 double uniform_draw(std::uint64_t seed, std::size_t sentence, int step);
 
-// A hypothesis' token lists under the options: the tokens the repetition penalty
-// applies to (those it holds) and the n-gram repeats it may not make (each
-// sorted, each token once), and every token it may not take (those, the model's
-// banned ids and EOS before min_decoding_length; a token may repeat).
+// A hypothesis' token lists under the options, each sorted, each token once: the
+// tokens the repetition penalty applies to (those it holds), and those it may not
+// take (the model's banned ids, EOS before min_decoding_length, the tokens that
+// would repeat an n-gram). The sampling kernel and row_rules both read these.
 void penalized_tokens(const decode_options& o, const sentence& tokens, std::vector<int>& out);
-void ngram_bans(const decode_options& o, const sentence& tokens, std::vector<int>& out);
 void banned_tokens(const decode_options& o, const model_config& c, const sentence& tokens, std::vector<int>& out);
 
 // One row's distribution under the options, for a hypothesis: its logits with
@@ -68,9 +67,8 @@ private:
   const model_config& c_;
   void best_of_chunks(int k); // best(k) reading only the chunks whose maximum can reach it
   row row_{};
-  float log_norm_shift_ = 0; // log-probability = logit - row_max + shift
-  bool eos_banned_ = false;
-  std::vector<int> penalized_, ngram_banned_; // sorted
+  float log_norm_shift_ = 0;            // log-probability = logit - row_max + shift
+  std::vector<int> penalized_, banned_; // sorted
   std::vector<std::pair<float, int>> best_;
   std::vector<std::pair<float, int>> chunk_order_;
 };
