@@ -23,7 +23,10 @@ inline lowering::sampling_kept lowering::sampling_thresholds(const sampling_row&
   // From above the banned entries' key (lowest + 1, so no bound folds to lowest - 1).
   const Expr kk = sampling_search(s, n + "_topk", k_on, std::numeric_limits<int32_t>::min() + 1, top_key, k,
                                   [&](const Expr&) { return one; });
-  Func k_gt = sampling_sum(s, n + "_topk_gt", s.vocab, [&](const Expr& v) { return select(s.key(v) > kk, one, none); });
+  // Read only where top-k is on (k_ties); k_eq always is: with top-k off, the
+  // entries at kk are kept ties.
+  Func k_gt = sampling_sum(s, n + "_topk_gt", select(k_on, s.vocab, 0),
+                           [&](const Expr& v) { return select(s.key(v) > kk, one, none); });
   Func k_eq =
       sampling_sum(s, n + "_topk_eq", s.vocab, [&](const Expr& v) { return select(s.key(v) == kk, one, none); });
   Func k_mass = sampling_sum(s, n + "_topk_mass", s.vocab,
