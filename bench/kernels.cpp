@@ -7,7 +7,9 @@
 // weights, and where the CPU has AVX-512 BF16 the bfloat16 ones (*_bf16).
 // GEMM-shaped kernels are measured interleaved with oneDNN's matmul primitive of
 // the kernel's type (float32, u8 x s8 -> s32, bfloat16 -> float32: its
-// "onednn_matmul", with the implementation oneDNN picked) and oneDNN's and
+// "onednn_matmul", with the implementation oneDNN picked), the same with the
+// kernel's epilogue fused ("onednn_fused": bias, activation, residual, int8
+// dequantization; onednn::matmul_work::fused) and oneDNN's and
 // OpenBLAS's sgemm on the same GEMMs (row-major, same threads), memory-bound ones with the
 // read-bandwidth probe (read_probe.hpp): "read_probe" is the bandwidth while the
 // kernel ran. Weights, tables and caches are rotated over copies of
@@ -172,14 +174,17 @@ bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_p
   std::size_t next = 0;
   int rc = 0;
   std::vector<std::function<void()>> fns{[&] { rc |= p(p.sets[next++ % p.sets.size()]); }};
-  std::unique_ptr<halformer::gemm_sets<gemm>> blas;      // the sgemm baselines on the same GEMMs
-  std::unique_ptr<halformer::onednn::matmul_set> matmul; // oneDNN's matmul of the kernel's type
+  std::unique_ptr<halformer::gemm_sets<gemm>> blas;             // the sgemm baselines on the same GEMMs
+  std::unique_ptr<halformer::onednn::matmul_set> matmul, fused; // oneDNN's matmul of the kernel's type, bare and fused
   if (!p.gemms.empty()) {
-    std::vector<halformer::onednn::matmul_dims> dims;
+    namespace dnn = halformer::onednn;
+    std::vector<dnn::matmul_dims> dims;
     for (const gemm& g : p.gemms)
-      dims.push_back({g.m, g.n, g.k});
-    matmul = std::make_unique<halformer::onednn::matmul_set>(dims, halformer::onednn::matmul_type_of(c.kernel));
+      dims.push_back({g.m, g.n, g.k, g.epilogue});
+    matmul = std::make_unique<dnn::matmul_set>(dims, dnn::matmul_type_of(c.kernel));
+    fused = std::make_unique<dnn::matmul_set>(dims, dnn::matmul_type_of(c.kernel), dnn::matmul_work::fused);
     fns.push_back([&] { matmul->run(); });
+    fns.push_back([&] { fused->run(); });
     blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);
     fns.push_back([&] {
       blas->run([](const gemm& g, float* a, float* b, float* o) {
@@ -211,7 +216,9 @@ bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_p
     j["onednn_matmul"] = st[1].to_json();
     j["onednn_matmul"]["type"] = halformer::onednn::to_string(halformer::onednn::matmul_type_of(c.kernel));
     j["onednn_matmul"]["impl"] = matmul->impl();
-    j["onednn_sgemm"] = st[2].to_json(), j["openblas_sgemm"] = st[3].to_json();
+    j["onednn_fused"] = st[2].to_json();
+    j["onednn_fused"]["impl"] = fused->impl();
+    j["onednn_sgemm"] = st[3].to_json(), j["openblas_sgemm"] = st[4].to_json();
   }
   if (!c.compute_bound) {
     j["read_probe"] = st.back().to_json();

@@ -97,7 +97,9 @@ def machine_section(a, res, isa_cap):
          "their code uses it. The peers' ratios are peer time / halformer time (> 1: halformer faster): "
          "oneDNN's matmul primitive of the kernel's type (float32; u8 x s8 -> s32 for int8; bfloat16 -> float32; "
          "weights in its own packed layout; the implementation it chose in brackets, e.g. brg:avx512_core_amx "
-         "where it runs AMX), oneDNN's and OpenBLAS's float32 sgemm on the same GEMMs.",
+         "where it runs AMX; \"fused\": the same matmul given the kernel's epilogue as post-ops: bias, "
+         "activation, residual, int8 dequantization per output, the FFN's hidden layer in the compute type), "
+         "oneDNN's and OpenBLAS's float32 sgemm on the same GEMMs.",
          "", "| kernel | shape | halformer ms | GFLOP/s | GB/s | % of limit | vs oneDNN matmul | vs oneDNN sgemm "
          "| vs OpenBLAS sgemm |",
          "|---|---|---|---|---|---|---|---|---|"]
@@ -115,6 +117,8 @@ def kernel_section(res):
         vb = f"{k['vs_openblas']:.2f}x" if "vs_openblas" in k else "-"
         vm = f"{k['vs_matmul']:.2f}x ({k['onednn_matmul']['type']}, {k['onednn_matmul']['impl']})" \
             if "vs_matmul" in k else "-"
+        if "vs_fused" in k:
+            vm += f"; fused {k['vs_fused']:.2f}x ({k['onednn_fused']['impl']})"
         L.append(f"| {k['kernel']} | {k['phase']} | {fmt_ms(k['halformer'])} | {k['gflops']:.1f} | "
                  f"{k['gbps']:.1f} | {pct} | {vm} | {vs} | {vb} |")
     L += ["", "Attention block (q/k/v projection + attention + output projection, the sum of the three kernels' "
@@ -198,13 +202,14 @@ def bf16_section(res):
 def write_csvs(a, res):
     with open(os.path.join(a.out, "kernels.csv"), "w") as f:
         f.write("kernel,phase,median_ms,min_ms,max_ms,gflops,gbps,pct_peak,peak_of,pct_bandwidth,read_gbps,"
-                "vs_onednn_matmul,onednn_matmul_impl,vs_onednn,vs_openblas\n")
+                "vs_onednn_matmul,onednn_matmul_impl,vs_onednn,vs_openblas,vs_onednn_fused\n")
         for k in res["kernels"]:
             h = k["halformer"]
             impl = k["onednn_matmul"]["impl"] if "onednn_matmul" in k else ""
             f.write(f"{k['kernel']},{k['phase']},{h['median_ms']},{h['min_ms']},{h['max_ms']},{k['gflops']},"
                     f"{k['gbps']},{k['pct_peak']},{k.get('peak_of', 'FMA')},{k['pct_bandwidth']},{k['read_gbps']},"
-                    f"{k.get('vs_matmul', '')},\"{impl}\",{k.get('vs_onednn', '')},{k.get('vs_openblas', '')}\n")
+                    f"{k.get('vs_matmul', '')},\"{impl}\",{k.get('vs_onednn', '')},{k.get('vs_openblas', '')},"
+                    f"{k.get('vs_fused', '')}\n")
     with open(os.path.join(a.out, "e2e.csv"), "w") as f:
         f.write("model,case,system,median_s,min_s,max_s,tokens_per_s,peak_rss_mb\n")
         for model, rows in (("transformer-base", res["e2e"]), ("trained-copy", res["natural"]), ("int8", res["int8"]),

@@ -140,11 +140,13 @@ def kernel_row(kernel, phase, rows, limits, fma_peak, bw):
          "activation_bytes": rows[0].get("activation_bytes", 0),
          "compute_bound": rows[0]["compute_bound"], "halformer": combine([x["halformer"] for x in rows]),
          "isa": rows[0].get("isa")}
-    for base in ("onednn_matmul", "onednn_sgemm", "openblas_sgemm"):
+    for base in ("onednn_matmul", "onednn_fused", "onednn_sgemm", "openblas_sgemm"):
         if base in rows[0]:
             k[base] = combine([x[base] for x in rows])
     if "onednn_matmul" in rows[0]:
         k["onednn_matmul"].update(type=rows[0]["onednn_matmul"]["type"], impl=rows[0]["onednn_matmul"]["impl"])
+    if "onednn_fused" in rows[0]:
+        k["onednn_fused"]["impl"] = rows[0]["onednn_fused"]["impl"]
     ms = k["halformer"]["median_ms"]
     k["gflops"] = k["flops"] / ms / 1e6
     k["gbps"] = k["bytes"] / ms / 1e6
@@ -156,6 +158,8 @@ def kernel_row(kernel, phase, rows, limits, fma_peak, bw):
     k["pct_bandwidth"] = 100 * k["gbps"] / k["read_gbps"]
     if "onednn_matmul" in k:
         k["vs_matmul"] = k["onednn_matmul"]["median_ms"] / ms
+    if "onednn_fused" in k:
+        k["vs_fused"] = k["onednn_fused"]["median_ms"] / ms
     if "onednn_sgemm" in k:
         k["vs_onednn"] = k["onednn_sgemm"]["median_ms"] / ms
         k["vs_openblas"] = k["openblas_sgemm"]["median_ms"] / ms

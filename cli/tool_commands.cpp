@@ -130,9 +130,10 @@ CLI::App* add_compare(CLI::App& app, tool_options& p) {
   auto* cmp_kernel = cmp_cmd->add_option("--kernel", co.kernel, "kernel");
   cmp_cmd->add_option("--shape", co.shape, "shape, as for tune");
   cmp_cmd->add_option("--schedules", cmp_schedules,
-                      "default,tuned,adams2019,mullapudi2016,li2018,blas,onednn,opencl,opencl-tuned (default: the CPU "
-                      "ones; blas: OpenBLAS sgemm or oneDNN's int8 GEMM, onednn: oneDNN's matmul of the kernel's "
-                      "type; opencl: the GPU schedule on the OpenCL device)");
+                      "default,tuned,adams2019,mullapudi2016,li2018,blas,onednn,onednn-fused,opencl,opencl-tuned "
+                      "(default: the CPU ones; blas: OpenBLAS sgemm or oneDNN's int8 GEMM, onednn: oneDNN's matmul of "
+                      "the kernel's type, onednn-fused: the same with the kernel's epilogue (bias, activation, "
+                      "residual); opencl: the GPU schedule on the OpenCL device)");
   cmp_cmd->add_flag("--all", cmp_all, "every kernel at the preset's shapes, then a summary")->excludes(cmp_kernel);
   cmp_cmd->add_option("--preset", cmp_preset, "shapes for --all (default transformer-base)");
   cmp_cmd

@@ -6,10 +6,12 @@
 // (f32, u8s8s32, bf16: halformer/onednn_matmul.hpp, weights in its own layout),
 // measured like the kernels (warm-up, samples of at least --min-ms, weights
 // rotated over timing::rotation_bytes() and the activations in cache:
-// halformer/gemm_sets.hpp).
-//   blas_harness "M,N,K;M,N,K..." [--int8 | --matmul f32|u8s8s32|bf16] [--threads N]
-//                [--samples S] [--min-ms M]
+// halformer/gemm_sets.hpp); --fused gives the matmul each GEMM's epilogue
+// (halformer/gemm_epilogue.hpp, its text after M,N,K; the others ignore it).
+//   blas_harness "M,N,K[,EPILOGUE];..." [--int8 | --matmul f32|u8s8s32|bf16 [--fused]]
+//                [--threads N] [--samples S] [--min-ms M]
 // Prints one JSON object (with --matmul, "impl": the implementation oneDNN ran).
+#include "halformer/gemm_epilogue.hpp"
 #include "halformer/gemm_sets.hpp"
 #include "halformer/onednn_matmul.hpp"
 #include "halformer/timing.hpp"
@@ -37,12 +39,13 @@ static const int32_t zero_offset = 0;
 namespace {
 struct gemm {
   int m, n, k;
+  halformer::gemm_epilogue epilogue{};
 };
 struct options {
   std::vector<gemm> gemms;
   int threads = 0, samples = 7;
   double min_ms = 20;
-  bool int8 = false;
+  bool int8 = false, fused = false;
   std::string matmul; // a oneDNN matmul type, or empty
 };
 
@@ -53,14 +56,19 @@ bool parse(int argc, char** argv, options& o) {
   std::stringstream ss(argv[1]);
   for (std::string g; std::getline(ss, g, ';');) {
     gemm x{};
-    if (std::sscanf(g.c_str(), "%d,%d,%d", &x.m, &x.n, &x.k) != 3)
+    int used = 0;
+    if (std::sscanf(g.c_str(), "%d,%d,%d%n", &x.m, &x.n, &x.k, &used) != 3)
+      return false;
+    if (g[std::size_t(used)] == ',')
+      x.epilogue = halformer::gemm_epilogue_from_text(g.substr(std::size_t(used) + 1));
+    else if (std::size_t(used) != g.size())
       return false;
     o.gemms.push_back(x);
   }
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--int8") {
-      o.int8 = true;
+    if (a == "--int8" || a == "--fused") {
+      (a == "--int8" ? o.int8 : o.fused) = true;
       continue;
     }
     if (i + 1 == argc)
@@ -96,6 +104,8 @@ struct peer {
 };
 peer make_peer(const options& o, std::mt19937& rng) {
   using namespace halformer::onednn;
+  if (o.fused && o.matmul.empty())
+    throw std::invalid_argument("--fused gives oneDNN's matmul the kernels' epilogues: it needs --matmul");
   if (o.matmul.empty()) {
     auto sets = std::make_shared<halformer::gemm_sets<gemm>>(o.gemms, rng);
     const bool int8 = o.int8;
@@ -112,16 +122,21 @@ peer make_peer(const options& o, std::mt19937& rng) {
     throw std::invalid_argument("--matmul takes f32, u8s8s32 or bf16, not '" + o.matmul + "'");
   std::vector<matmul_dims> dims;
   for (const auto& g : o.gemms)
-    dims.push_back({g.m, g.n, g.k});
-  auto set = std::make_shared<matmul_set>(dims, type);
+    dims.push_back({g.m, g.n, g.k, g.epilogue});
+  auto set = std::make_shared<matmul_set>(dims, type, o.fused ? matmul_work::fused : matmul_work::bare);
   return {[set] { set->run(); }, set->impl()};
 }
 } // namespace
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, o))
+  try {
+    if (!parse(argc, argv, o))
+      return 2;
+  } catch (const std::invalid_argument& e) { // an epilogue it does not know
+    std::printf("%s\n", nlohmann::json{{"status", "error"}, {"detail", e.what()}}.dump().c_str());
     return 2;
+  }
   if (o.threads > 0)
     openblas_set_num_threads(o.threads), omp_set_num_threads(o.threads);
   double flops = 0;

@@ -19,14 +19,16 @@
 namespace halformer::tuner {
 
 namespace {
-// The GEMMs (M, N, K) a GEMM-shaped kernel performs; empty for the others.
 // The GEMMs a kernel computes at a shape, from its problem (common/), as the BLAS
-// harness's "m,n,k;m,n,k" argument; "" when it is not GEMM-shaped.
+// harness's "m,n,k[,epilogue];..." argument; "" when it is not GEMM-shaped.
 std::string gemms_of(const std::string& kernel, const std::string& shape) {
   auto args = problems::parse_shape(shape);
   std::string s;
-  for (const auto& g : problems::make_problem(kernel, args).gemms)
+  for (const auto& g : problems::make_problem(kernel, args).gemms) {
     s += (s.empty() ? "" : ";") + std::to_string(g.m) + "," + std::to_string(g.n) + "," + std::to_string(g.k);
+    if (const std::string e = to_text(g.epilogue); !e.empty())
+      s += "," + e;
+  }
   return s;
 }
 
@@ -72,7 +74,7 @@ struct comparison {
       e.cand = build(t, k, hand_knobs_at(t, k, m.shape, m.isa), m, hw, "autoscheduler:" + name,
                      {"-p", t.autoscheduler_dir + "/libautoschedule_" + s + ".so", "autoscheduler=" + name,
                       "autoscheduler.parallelism=" + parallelism, "estimates=" + estimates_of(m.shape)});
-    } else if (s == "blas" || s == "onednn") {
+    } else if (s == "blas" || s == "onednn" || s == "onednn-fused") {
       const std::string gemms = gemms_of(k.name, m.shape);
       if (gemms.empty())
         e.row.note = "not GEMM-shaped";
@@ -81,8 +83,10 @@ struct comparison {
                   "--threads",    parallelism,
                   "--samples",    std::to_string(m.samples),
                   "--min-ms",     std::to_string(m.min_sample_ms)};
-        if (s == "onednn") // oneDNN's matmul primitive of the kernel's type
+        if (s != "blas") // oneDNN's matmul primitive of the kernel's type, bare or with the kernel's epilogue
           e.blas.insert(e.blas.end(), {"--matmul", onednn::to_string(onednn::matmul_type_of(k.name))});
+        if (s == "onednn-fused")
+          e.blas.push_back("--fused");
         else if (k.name.ends_with("_int8")) // oneDNN's int8 GEMM for the int8 kernels
           e.blas.push_back("--int8");
       }
@@ -99,8 +103,9 @@ struct comparison {
       else
         e.row.note = "no tuned OpenCL record for this kernel, shape and device";
     } else {
-      throw error("unknown schedule '" + s +
-                  "' (default, tuned, adams2019, mullapudi2016, li2018, blas, onednn, opencl, opencl-tuned)");
+      throw error(
+          "unknown schedule '" + s +
+          "' (default, tuned, adams2019, mullapudi2016, li2018, blas, onednn, onednn-fused, opencl, opencl-tuned)");
     }
     if (!e.cand.ok() && !e.cand.r.status.empty())
       e.row.r = e.cand.r; // did not build
@@ -113,13 +118,15 @@ record run_blas(const std::vector<std::string>& command, double timeout_s) {
   record r;
   try {
     const auto j = nlohmann::json::parse(p.out);
-    const bool int8 = std::find(command.begin(), command.end(), "--int8") != command.end();
+    const bool int8 = std::find(command.begin(), command.end(), "--int8") != command.end(),
+               fused = std::find(command.begin(), command.end(), "--fused") != command.end();
     const auto matmul = std::find(command.begin(), command.end(), "--matmul");
     if (j.at("status") != "ok")
       throw std::runtime_error(j.value("detail", std::string("failed")));
     r.status = "ok";
     if (matmul != command.end())
-      r.source = "oneDNN matmul " + *(matmul + 1) + " (" + j.value("impl", std::string("?")) + ") " + command[1];
+      r.source = "oneDNN matmul " + *(matmul + 1) + (fused ? " fused" : "") + " (" + j.value("impl", std::string("?")) +
+                 ") " + command[1];
     else
       r.source = (int8 ? "oneDNN gemm_u8s8s32 " : "OpenBLAS sgemm ") + command[1];
     r.median_ms = j.at("median_ms"), r.min_ms = j.at("min_ms"), r.max_ms = j.at("max_ms");
@@ -179,7 +186,7 @@ std::string table(const std::string& title, const std::vector<compare_row>& rows
       std::snprintf(line, sizeof line, "%-14s %-9s %s\n", r.schedule.c_str(), r.r.status.empty() ? "-" : "no",
                     r.note.c_str());
     } else {
-      const bool blas = r.schedule == "blas" || r.schedule == "onednn"; // a peer: nothing of ours to verify
+      const bool blas = r.schedule == "blas" || r.schedule.starts_with("onednn"); // a peer: nothing of ours to verify
       std::snprintf(line, sizeof line, "%-14s %-9s %10.4g %10.4g - %-10.4g %9.1f %8s %7.1f%% %8.2fx\n",
                     r.schedule.c_str(), blas ? "n/a" : "yes", r.r.median_ms, r.r.min_ms, r.r.max_ms, r.r.gflops,
                     blas ? "-" : std::to_string(int(r.r.gbps)).c_str(), peak > 0 ? 100 * r.r.gflops / peak : 0.0,

@@ -19,7 +19,8 @@ struct compare_row {
 
 struct compare_options {
   std::string kernel, shape, db_dir;
-  std::vector<std::string> schedules{"default", "tuned", "adams2019", "mullapudi2016", "li2018", "blas", "onednn"};
+  std::vector<std::string> schedules{"default", "tuned", "adams2019", "mullapudi2016",
+                                     "li2018",  "blas",  "onednn",    "onednn-fused"};
   tune_options measure; // isa, threads, samples, min_sample_ms, timeout
   int rounds = 3;       // harness runs per schedule, taken in turn; the median of their medians is reported
 };

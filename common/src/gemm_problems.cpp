@@ -25,6 +25,11 @@ std::size_t index_of(const std::vector<std::string>& names, const std::string& n
   return std::size_t(it - names.begin());
 }
 
+gemm_epilogue::activation epilogue_activation(ref::activation a) {
+  using e = gemm_epilogue::activation;
+  return a == ref::activation::relu ? e::relu : a == ref::activation::gelu ? e::gelu : e::silu;
+}
+
 int product(const std::vector<int>& dims, std::size_t begin, std::size_t end) {
   return std::accumulate(dims.begin() + std::ptrdiff_t(begin), dims.begin() + std::ptrdiff_t(end), 1,
                          std::multiplies<>());
@@ -219,7 +224,7 @@ problem out_projection(shape_args& s, const gemm_weights& w) {
     }
   };
   p.flops = 2.0 * D * D * T * B, p.bytes = w.call_bytes(double(D) * D, D);
-  p.gemms = {{T * B, D, D}};
+  p.gemms = {{T * B, D, D, {.residual = true}}};
   p.tolerance = w.tolerance();
   return p;
 }
@@ -260,7 +265,7 @@ problem ffn(shape_args& s, const gemm_weights& w, ref::activation act) {
     }
   };
   p.flops = 4.0 * D * F * T * B, p.bytes = w.call_bytes(2.0 * D * F, double(F) + D);
-  p.gemms = {{T * B, F, D}, {T * B, D, F}};
+  p.gemms = {{T * B, F, D, {.act = epilogue_activation(act), .feeds_next = true}}, {T * B, D, F, {.residual = true}}};
   p.tolerance = w.tolerance();
   return p;
 }

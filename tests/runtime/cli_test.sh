@@ -116,6 +116,14 @@ for kt in $kernels; do
   grep -q "\"source\": *\"oneDNN matmul $type ([^)]*[a-z][^)]*)" "$tmp"/*.json || fail "compare $k: no oneDNN matmul $type source in $(cat "$tmp"/*.json)"
   rm -rf "$tmp"
 done
+# onednn-fused: the same matmul given each GEMM's epilogue (the FFN's activation
+# and hidden layer, its residual), named in the row's source.
+tmp=$(mktemp -d)
+out=$("$bin" compare --kernel ffn_relu --shape d_model=512,d_ff=2048,t=7,batch=1 --schedules onednn-fused --samples 2 \
+  --min-ms 1 --out "$tmp" 2>/dev/null) || fail "compare with onednn-fused"
+grep -q "\"source\": *\"oneDNN matmul f32 fused ([^)]*[a-z][^)]*) 7,2048,512,relu+hidden;7,512,2048,residual" \
+  "$tmp"/*.json || fail "compare onednn-fused: no fused source in $(cat "$tmp"/*.json)"
+rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 expect_error "not a positive duration" "$bin" tune --kernel layernorm --shape t=1 --budget 0s --db "$(mktemp -d)"
 expect_error "excludes" "$bin" tune --preset transformer-base --budget 1s --total-budget 1m

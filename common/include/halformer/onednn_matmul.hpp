@@ -7,7 +7,17 @@
 // so that they come from memory as the kernels' do; the activations are one
 // copy, in cache. oneDNN picks its own ISA (AMX where the CPU has it): impl()
 // names the implementation each GEMM ran, e.g. "brg:avx512_core_bf16".
+// matmul_work::fused gives each GEMM its kernel's epilogue as well (bias,
+// activation, residual; int8: the sums scaled per output to float32), and
+// chains the FFN's GEMMs through a hidden layer of the compute type (int8: u8
+// requantized with one fixed scale). Left out, so that the peer does a little
+// less than the kernels: the int8 kernels' per-row input steps (the multiply in
+// their dequantization, and their hidden layer's steps: oneDNN 2.6's brgemm
+// takes no per-row binary post-op and falls back to its reference code) and
+// every kernel's quantization or rounding of its float32 input.
 #pragma once
+
+#include "halformer/gemm_epilogue.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -17,6 +27,7 @@
 namespace halformer::onednn {
 
 enum class matmul_type { f32, u8s8, bf16 };
+enum class matmul_work { bare, fused };
 
 // The type of a kernel's GEMMs from its name: *_int8 u8s8, *_bf16 bf16, else
 // f32 (inline: `compare` names the type without linking oneDNN).
@@ -31,12 +42,13 @@ inline const char* to_string(matmul_type t) { // blas_harness's --matmul names
 
 struct matmul_dims {
   int m, n, k; // row-major m x k times k x n
+  gemm_epilogue epilogue{};
 };
 
 class matmul_set {
 public:
   // Throws std::runtime_error naming the GEMM oneDNN could not create a primitive for.
-  matmul_set(const std::vector<matmul_dims>& gemms, matmul_type type);
+  matmul_set(const std::vector<matmul_dims>& gemms, matmul_type type, matmul_work work = matmul_work::bare);
   ~matmul_set();
   matmul_set(matmul_set&&) noexcept;
   matmul_set& operator=(matmul_set&&) noexcept;

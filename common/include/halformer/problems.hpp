@@ -7,6 +7,7 @@
 // compiled kernel on its test shapes.
 #pragma once
 
+#include "halformer/gemm_epilogue.hpp"
 #include "halformer/kernel_call.hpp"
 #include "halformer/reference/convert.hpp"
 
@@ -112,9 +113,11 @@ private:
   }
 };
 
-// A GEMM a kernel computes (row-major m x k times k x n), for BLAS baselines.
+// A GEMM a kernel computes (row-major m x k times k x n) and its epilogue, for
+// the BLAS baselines.
 struct gemm_dims {
   int m, n, k;
+  gemm_epilogue epilogue{};
 };
 
 union scalar_value {
