@@ -71,11 +71,15 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // q_projection_int8 14.2 -> 13.2 us, qkv 44.9 -> 41.6, out 14.8 -> 14.0,
 // logits 0.646 -> 0.574 ms, ffn_relu_int8 within the noise (106 -> 108 us);
 // at batch 32 q 47.7 -> 42.2 us, ffn 292 -> 270; prefill q of 128 rows 118 ->
-// 108). Why not
-// fewer loops: the steps and values have consumers outside each other's loops
-// (the GEMM's epilogue, its tiles), and Halide computes a Func inside one
-// consumer's loop only; per-task copies of the steps and sums in the GEMM's
-// tasks (clone_in) were 45% slower at batch 8 (15.8 us). A batch of 8 in two
+// 108). The steps and the values share one loop over the row tasks
+// (compute_with: one pass over the input, one parallel loop), the values
+// computing their own copy of each row's step (clone_in: compute_with refuses
+// stages that read each other). Zen 4, 2 threads, harness medians of 5
+// interleaved rounds, two loops -> one: out_projection_int8 at S = 512 0.392
+// -> 0.376 ms, 2048 1.80 -> 1.80, batch 8 13.3 -> 12.5 us; ffn_relu_int8 at 512
+// 2.94 -> 2.85 ms, batch 8 79.1 -> 76.1 us; logits_int8 at batch 8 0.589 ->
+// 0.569 ms (qkv at 512 1.05 -> 1.06). Copies of the steps and sums in the
+// GEMM's tasks (clone_in) were 45% slower at batch 8 (15.8 us). A batch of 8 in two
 // tasks of 4 was slower too (each two-task loop ~0.2 us of dispatch, more than
 // the half of its ~0.4 us of work it saves). Zen 5, 2 threads, batch 8, harness medians of 5
 // interleaved rounds, before -> after cpu/lanes.hpp and the partitioned loops:
@@ -98,15 +102,25 @@ struct int8_inputs {
   }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
     const int vec = target.natural_vector_size<int32_t>();
-    Halide::Func step = ctx.stage(name + "_step"), step_max = ctx.stage(name + "_step_max");
+    const Halide::RDom row = ctx.rdom(name + "_step");
+    Halide::Func step = ctx.stage(name + "_step"), step_max = ctx.stage(name + "_step_max"),
+                 values = ctx.stage(ctx.int8_padded_stage(name));
+    // The values' own copy of each row's step, so that they do not read `step`
+    // and may share its loop (compute_with): one pass over the input.
+    Halide::Func values_step = step.clone_in(ctx.stage(name + "_inverse")),
+                 values_step_max = step_max.clone_in(values_step);
     step.compute_root();
     in_row_tasks(step, input_rows_per_task);
     step_max.compute_at(step, row_in_task());
-    reduction_in_lanes(step_max, ctx.rdom(name + "_step"), vec, 1).compute_at(step, row_in_task());
+    reduction_in_lanes(step_max, row, vec, 1).compute_at(step, row_in_task());
     // The int8 values inline into their stored copy, zero-padded: offset to
     // unsigned bytes for vpdpbusd's quads, as they are for sdot's, widened to
     // int16 for the pairs (lower_quantize.hpp).
-    rows_at_root(ctx.stage(ctx.int8_padded_stage(name)), target);
+    rows_at_root(values, target);
+    values_step.compute_at(values, row_in_task());
+    values_step_max.compute_at(values, row_in_task());
+    reduction_in_lanes(values_step_max, row, vec, 1).compute_at(values, row_in_task());
+    values.compute_with(step, Halide::Var("row"));
   }
 };
 // The inputs of the bfloat16 GEMMs (dsl::to_bfloat16): rounded at root, the
