@@ -178,11 +178,8 @@ bool measure_case(const kcase& c, problems::problem& p, halformer::bench::read_p
   std::unique_ptr<halformer::onednn::matmul_set> matmul, fused; // oneDNN's matmul of the kernel's type, bare and fused
   if (!p.gemms.empty()) {
     namespace dnn = halformer::onednn;
-    std::vector<dnn::matmul_dims> dims;
-    for (const gemm& g : p.gemms)
-      dims.push_back({g.m, g.n, g.k, g.epilogue});
-    matmul = std::make_unique<dnn::matmul_set>(dims, dnn::matmul_type_of(c.kernel));
-    fused = std::make_unique<dnn::matmul_set>(dims, dnn::matmul_type_of(c.kernel), dnn::matmul_work::fused);
+    matmul = std::make_unique<dnn::matmul_set>(p.gemms, dnn::matmul_type_of(c.kernel));
+    fused = std::make_unique<dnn::matmul_set>(p.gemms, dnn::matmul_type_of(c.kernel), dnn::matmul_work::fused);
     fns.push_back([&] { matmul->run(); });
     fns.push_back([&] { fused->run(); });
     blas = std::make_unique<halformer::gemm_sets<gemm>>(p.gemms, problems::rng);

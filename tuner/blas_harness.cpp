@@ -37,10 +37,7 @@ enum { RowMajor = 101, NoTrans = 111 };
 static const int32_t zero_offset = 0;
 
 namespace {
-struct gemm {
-  int m, n, k;
-  halformer::gemm_epilogue epilogue{};
-};
+using gemm = halformer::gemm_shape;
 struct options {
   std::vector<gemm> gemms;
   int threads = 0, samples = 7;
@@ -120,10 +117,7 @@ peer make_peer(const options& o, std::mt19937& rng) {
     type = matmul_type::bf16;
   else if (o.matmul != "f32")
     throw std::invalid_argument("--matmul takes f32, u8s8s32 or bf16, not '" + o.matmul + "'");
-  std::vector<matmul_dims> dims;
-  for (const auto& g : o.gemms)
-    dims.push_back({g.m, g.n, g.k, g.epilogue});
-  auto set = std::make_shared<matmul_set>(dims, type, o.fused ? matmul_work::fused : matmul_work::bare);
+  auto set = std::make_shared<matmul_set>(o.gemms, type, o.fused ? matmul_work::fused : matmul_work::bare);
   return {[set] { set->run(); }, set->impl()};
 }
 } // namespace

@@ -58,7 +58,7 @@ struct gemm_primitive {
   dnnl::matmul prim;
   dnnl::memory src, dst;
   std::vector<dnnl::memory> weights;          // one per rotation copy, in the primitive's layout
-  std::unordered_map<int, dnnl::memory> args; // src, dst and the fused work's operands (bias, row scales, residual)
+  std::unordered_map<int, dnnl::memory> args; // src, dst and the fused work's operands (bias, residual)
   std::string impl;
 };
 } // namespace
@@ -90,7 +90,7 @@ dnnl::primitive_attr fused_attr(const matmul_dims& g, types t,
     po.append_binary(a, d);
     operands.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1, d);
   };
-  if (t.src == dt::u8) // dequantize: each output's weight step (each row's input step: below)
+  if (t.src == dt::u8) // dequantize: each output's weight step (not each row's: onednn_matmul.hpp)
     attr.set_output_scales(1 << 1, std::vector<float>(std::size_t(g.n), 1.0f / 64));
   if (g.epilogue.act != gemm_epilogue::activation::none) {
     const float alpha = g.epilogue.act == gemm_epilogue::activation::silu ? 1.0f : 0.0f; // swish's x * sigmoid(x)

@@ -1,4 +1,5 @@
-// What a kernel's GEMM does to its sums before they leave the kernel, beyond
+// A GEMM a kernel computes (gemm_shape: row-major m x k times k x n) and what it
+// does to its sums before they leave the kernel (gemm_epilogue), beyond
 // the bias every kernel GEMM adds: an activation, a residual of the output's
 // shape, or storing them as the next GEMM's input (the FFN's hidden layer, in
 // the compute type). Stated by each problem (problems::gemm_dims) so that a peer
@@ -19,6 +20,13 @@ struct gemm_epilogue {
   activation act = activation::none;
   bool residual = false;
   bool feeds_next = false;
+};
+
+// One definition for the problems (problems::gemm_dims), the oneDNN peer
+// (onednn::matmul_dims) and the BLAS harness.
+struct gemm_shape {
+  int m, n, k;
+  gemm_epilogue epilogue{};
 };
 
 inline std::string to_text(const gemm_epilogue& e) {

@@ -40,10 +40,7 @@ inline const char* to_string(matmul_type t) { // blas_harness's --matmul names
   return t == matmul_type::u8s8 ? "u8s8s32" : t == matmul_type::bf16 ? "bf16" : "f32";
 }
 
-struct matmul_dims {
-  int m, n, k; // row-major m x k times k x n
-  gemm_epilogue epilogue{};
-};
+using matmul_dims = gemm_shape;
 
 class matmul_set {
 public:

@@ -113,12 +113,8 @@ private:
   }
 };
 
-// A GEMM a kernel computes (row-major m x k times k x n) and its epilogue, for
-// the BLAS baselines.
-struct gemm_dims {
-  int m, n, k;
-  gemm_epilogue epilogue{};
-};
+// A GEMM a kernel computes and its epilogue, for the BLAS baselines.
+using gemm_dims = gemm_shape;
 
 union scalar_value {
   float f32;
