@@ -26,6 +26,7 @@ struct gemm_stage {
   Halide::Expr o_extent, t_extent, batch_extent;
   Halide::Expr mid_extent = 1; // the product of mid's extents
   Halide::Parameter weights;   // the weight input, where a schedule prefetches it
+  Halide::Expr block;          // defined: t in serial blocks of this many rows, the loop "row_block" outermost
 };
 
 // q/k/v in head layout; outs: the Output Funcs of the stages "q", "k", "v". A

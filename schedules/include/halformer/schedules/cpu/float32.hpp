@@ -6,11 +6,12 @@
 // 55-56 GFLOP/s; the FFN at 2 threads, batch 8 0.58 -> 0.48 ms, prefill
 // 128 x 8 35.2 -> 29.1).
 //
-// The FFN's activated hidden layer (d_ff x rows) is computed at root: at
-// Transformer-base prefill shapes it is 2048 x 128 x 4 B = 1 MiB per sentence,
-// read back while still in L2/L3, and two independent GEMM schedules keep each
-// one at its best tile shape. `hidden_*` knobs size the first GEMM separately
-// because its reduction is d_model long while the second's is d_ff.
+// The FFN's activated hidden layer (d_ff x rows) is computed at root or per
+// row block (cpu/quantized.hpp, dot_product_ffn): at Transformer-base prefill
+// shapes it is 2048 x 128 x 4 B = 1 MiB per sentence, read back while still in
+// L2/L3, and two independent GEMM schedules keep each one at its best tile
+// shape. `hidden_*` knobs size the first GEMM separately because its reduction
+// is d_model long while the second's is d_ff.
 #pragma once
 
 #include "halformer/dsl/lower.hpp"
@@ -28,8 +29,8 @@ struct float32_inputs {
   }
   static void prepare(const dsl::lowering&, const std::string&, const Halide::Target&) {}
   static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
-                         const knob_values& k, const bucket_scope& in) {
-    hidden.out.compute_root();
+                         const knob_values& k, const bucket_scope& in, const Halide::LoopLevel& at, bool) {
+    hidden.out.compute_at(at);
     gemm(ctx, hidden, target, k, in);
   }
 };

@@ -209,6 +209,9 @@ inline Halide::Expr decode_task_bytes(const gemm_stage& g, const Halide::RDom& r
   return clamp(weights / host_cores(), 1, k["decode_task_kib"] * 1024);
 }
 
+// The loop over a blocked GEMM's row blocks (gemm_stage::block).
+inline Halide::Var row_block() { return Halide::Var("row_block"); }
+
 struct panel_tile {
   int panels, rows;
   bool decode;
@@ -219,7 +222,9 @@ struct panel_tile {
 // (ol, the last partial panel guarded) and the panels into tiles (pi inside);
 // rows (the batch in a decode step, t in prefill) into tiles of `rows` (ri),
 // shifted inwards. The loop directly outside the register tile is "tile" in
-// every branch: the sums are computed there.
+// every branch: the sums are computed there. Where `g.block` is defined, t is
+// first split into serial blocks of that many rows ("row_block", outermost,
+// the last shifted inwards), which the schedule computes the GEMM's inputs at.
 // Decode steps: every row tile inside each output tile (a tile's weights are
 // read once, from memory, and serve the batch from L1), tasks of
 // decode_task_bytes, whole heads where a head holds less. Prefill:
@@ -229,7 +234,14 @@ inline void panel_output(const gemm_stage& g, Halide::Stage s, const panel_tile&
                          const knob_values& k) {
   using namespace Halide;
   Var op("op"), ol("ol"), pi("pi"), pt("pt"), rt("rt"), tile("tile"), ri("ri"), task("task"), hg("hg"), hi("hi");
-  const Var rows = p.decode ? g.batch : g.t;
+  Var t = g.t;
+  std::vector<VarOrRVar> outer; // the row blocks, outermost
+  if (g.block.defined()) {
+    t = Var("block_t");
+    outer.push_back(row_block());
+    s.split(g.t, row_block(), t, g.block, TailStrategy::ShiftInwards);
+  }
+  const Var rows = p.decode ? g.batch : t;
   s.split(g.o, op, ol, dsl::panels::lanes, TailStrategy::GuardWithIf);
   if (!p.decode) {
     s.split(op, tile, pi, p.panels, TailStrategy::GuardWithIf)
@@ -238,6 +250,7 @@ inline void panel_output(const gemm_stage& g, Halide::Stage s, const panel_tile&
     std::vector<VarOrRVar> order{ol, pi, ri, tile, rt, task};
     order.insert(order.end(), g.mid.begin(), g.mid.end());
     order.push_back(g.batch);
+    order.insert(order.end(), outer.begin(), outer.end());
     s.reorder(order);
     for (const Var& m : g.mid)
       s.fuse(task, m, task);
@@ -249,7 +262,9 @@ inline void panel_output(const gemm_stage& g, Halide::Stage s, const panel_tile&
         .split(rows, tile, ri, p.rows, TailStrategy::ShiftInwards)
         .split(pt, task, pt, max(1, (want + tile_bytes - 1) / tile_bytes), TailStrategy::GuardWithIf);
     if (g.mid.empty()) {
-      s.reorder(ol, pi, ri, tile, pt, task, g.t).fuse(task, g.t, task);
+      std::vector<VarOrRVar> order{ol, pi, ri, tile, pt, task, t};
+      order.insert(order.end(), outer.begin(), outer.end());
+      s.reorder(order).fuse(task, t, task);
     } else { // heads: groups of whole heads of at most a task's bytes
       const Expr heads = max(1, want / max(1, g.o_extent * panel_output_bytes(r)));
       s.split(g.mid[0], hg, hi, heads, TailStrategy::GuardWithIf)

@@ -33,7 +33,8 @@ namespace halformer::schedules::cpu {
 // d_model 512; 16 amortise the thread pool's ~1 us dispatch).
 constexpr int input_rows_per_task = 16;
 
-// An input's rows at root, before the GEMM reads them: its features innermost,
+// An input's rows stored at `at` (root, or a blocked FFN's row block) before
+// the GEMM reads them: its features innermost,
 // in row tasks, vectorised along dim 0, the loop over vectors always partitioned
 // (a task of fewer than 16 rows kept its guard inside otherwise, cpu/lanes.hpp).
 // Rows are (t, batch); the out projection's features are (d_k, heads), stored
@@ -42,14 +43,15 @@ constexpr int input_rows_per_task = 16;
 // which share cache sets (Zen 4, 2 threads, S = 2048, bench_kernels medians,
 // one round each, within the host's noise: out_projection_int8 1.74 -> 1.58
 // ms, out_projection_bf16 2.87 -> 2.72).
-inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
+inline void rows_stored(Halide::Func values, const Halide::Target& target,
+                        const Halide::LoopLevel& at = Halide::LoopLevel::root()) {
   using namespace Halide;
   std::vector<Var> order; // the features innermost, in their order, then t and batch
   for (const Var& v : values.args())
     if (v.name() != "t" && v.name() != "batch")
       order.push_back(v);
   order.insert(order.end(), {Var("t"), Var("batch")});
-  values.compute_root().reorder(std::vector<VarOrRVar>(order.begin(), order.end())).reorder_storage(order);
+  values.compute_at(at).reorder(std::vector<VarOrRVar>(order.begin(), order.end())).reorder_storage(order);
   Var fo("fo"), fi("fi");
   in_row_tasks(values, input_rows_per_task)
       .split(values.args()[0], fo, fi, target.natural_vector_size(values.type()), TailStrategy::GuardWithIf)
@@ -63,7 +65,7 @@ inline void rows_at_root(Halide::Func values, const Halide::Target& target) {
 // computed in the step's loop (its own loop at root cost two more loops a
 // call: Zen 4, 2 threads, q_projection_int8 at batch 8, harness medians of 11
 // interleaved rounds, 11.0 -> 10.8 us), then the int8 values with their
-// padding to whole groups (zero_padded: rows_at_root; stored offset to
+// padding to whole groups (zero_padded: rows_stored; stored offset to
 // unsigned bytes for the quads, as int16 for the pairs). With the padding stored, the
 // GEMM's tiles have no bounds-tested last step, whose code (a gather per row)
 // took a quarter of a tile's time with hot weights (Zen 4, 2 threads, harness
@@ -92,15 +94,26 @@ struct int8_inputs {
                    const bucket_scope& in) {
     panel_gemm(ctx, g, target, k, in);
   }
-  // The FFN's hidden layer: at root in float32, then quantized per row (a
+  // The FFN's hidden layer: in float32 at `at`, then quantized per row (a
   // row's step needs its whole row, which no tile of the first GEMM holds).
+  // Per row block, the values' rows are stored a multiple of 64 bytes apart,
+  // computed at run time: with a stride the compiler can see is a multiple of
+  // 4 (the padding to groups), LLVM computed the decode tiles' 8 row addresses
+  // in a vector and extracted them at every step (Zen 4, one thread, batch 8:
+  // 0.103 -> 0.121 ms); with this one it keeps a pointer a row (0.105).
   static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
-                         const knob_values& k, const bucket_scope& in) {
-    hidden.out.compute_root();
+                         const knob_values& k, const bucket_scope& in, const Halide::LoopLevel& at, bool in_blocks) {
+    hidden.out.compute_at(at);
     gemm(ctx, hidden, target, k, in);
-    prepare(ctx, "proj_x", target);
+    prepare(ctx, "proj_x", target, at);
+    if (in_blocks) {
+      Halide::Func values = ctx.stage(ctx.int8_padded_stage("proj_x"));
+      const Halide::Expr n = ctx.extent(values.args()[0].name());
+      values.bound_storage(values.args()[0], n + (64 - n % 64) % 64);
+    }
   }
-  static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
+  static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target,
+                      const Halide::LoopLevel& at = Halide::LoopLevel::root()) {
     const int vec = target.natural_vector_size<int32_t>();
     const Halide::RDom row = ctx.rdom(name + "_step");
     Halide::Func step = ctx.stage(name + "_step"), step_max = ctx.stage(name + "_step_max"),
@@ -109,14 +122,14 @@ struct int8_inputs {
     // and may share its loop (compute_with): one pass over the input.
     Halide::Func values_step = step.clone_in(ctx.stage(name + "_inverse")),
                  values_step_max = step_max.clone_in(values_step);
-    step.compute_root();
+    step.compute_at(at);
     in_row_tasks(step, input_rows_per_task);
     step_max.compute_at(step, row_in_task());
     reduction_in_lanes(step_max, row, vec, 1).compute_at(step, row_in_task());
     // The int8 values inline into their stored copy, zero-padded: offset to
     // unsigned bytes for vpdpbusd's quads, as they are for sdot's, widened to
     // int16 for the pairs (lower_quantize.hpp).
-    rows_at_root(values, target);
+    rows_stored(values, target, at);
     values_step.compute_at(values, row_in_task());
     values_step_max.compute_at(values, row_in_task());
     reduction_in_lanes(values_step_max, row, vec, 1).compute_at(values, row_in_task());
@@ -137,7 +150,7 @@ struct bf16_inputs {
     panel_gemm(ctx, g, target, k, in);
   }
   static void prepare(const dsl::lowering& ctx, const std::string& name, const Halide::Target& target) {
-    rows_at_root(ctx.stage(name), target);
+    rows_stored(ctx.stage(name), target);
   }
   // The FFN's hidden layer: rounded in the first GEMM's epilogue (its output
   // stage is the second GEMM's input, proj_x; the activation inlined), so it is
@@ -146,9 +159,9 @@ struct bf16_inputs {
   // Zen 4, 2 threads, ffn_relu_bf16 at S = 2048, bench_kernels medians: 22.3
   // -> 20.3 and 20.9 ms (oneDNN's two bfloat16 matmuls alone, same runs: 19.6, 20.6).
   static void ffn_hidden(const dsl::lowering& ctx, gemm_stage hidden, const Halide::Target& target,
-                         const knob_values& k, const bucket_scope& in) {
+                         const knob_values& k, const bucket_scope& in, const Halide::LoopLevel& at, bool) {
     hidden.out = ctx.stage("proj_x");
-    hidden.out.compute_root();
+    hidden.out.compute_at(at);
     gemm(ctx, hidden, target, k, in);
   }
 };
@@ -182,17 +195,50 @@ void dot_product_out_projection(const dsl::lowering& ctx, Halide::Func out, cons
 }
 
 // The FFN's knobs (float32, int8 and bfloat16): the panel GEMM's for the second
-// GEMM, hidden_* for the first.
-inline std::vector<knob_decl> ffn_knobs() { return ffn_knob_decls(panel_knobs()); }
+// GEMM, hidden_* for the first, and the rows of its blocks.
+inline std::vector<knob_decl> ffn_knobs() {
+  auto k = ffn_knob_decls(panel_knobs());
+  k.push_back({"block_rows",
+               {0, 32, 64, 128, 256},
+               "prefill: rows per block, the hidden layer computed per block while in cache (0: the whole layer at "
+               "root)",
+               false,
+               knob_phase::prefill});
+  return k;
+}
+
+// The t rows of one of the FFN's row blocks of about `block_rows` rows: a
+// share of them per batch row, but at least the tallest register tile's (the
+// tiles run along t), at most all of t.
+inline Halide::Expr ffn_block_t(const gemm_stage& g, const knob_values& k) {
+  const int tallest = std::max(k["tile_rows"], k["hidden_tile_rows"]);
+  return Halide::min(g.t_extent, Halide::max(k["block_rows"] / g.batch_extent, tallest));
+}
 
 // x prepared, the first GEMM into the activated hidden layer, prepared for the
-// second (Inputs::ffn_hidden).
+// second (Inputs::ffn_hidden). Prefill with `block_rows`: the second GEMM's
+// rows in serial blocks (its tasks in parallel within each), each block's
+// hidden layer computed and prepared there, so it stays in cache where at root
+// it went to memory and back (S = 2048: 16 MiB of floats, written, read and
+// quantized). Zen 4, 2 threads, harness medians of 2-3 interleaved rounds, at
+// root -> blocks of 64 rows: int8 batch 32 x 256 rows 69.0 -> 44.8 ms, S =
+// 2048 11.5 -> 11.2; float32 and bfloat16 at batch 32 x 256 171-178 -> 155-165
+// and 101 -> 87, at S = 2048 within 1% (their hand defaults keep the root:
+// their decode steps were not measured in blocks). The AMX form blocks its rows
+// itself (cpu/amx.hpp).
 template <class Inputs>
 void dot_product_ffn(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                      const bucket_scope& in) {
   auto [hidden, proj] = ffn_stages(ctx, out);
+  Halide::LoopLevel at = Halide::LoopLevel::root();
+  const bool amx = ctx.amx_condition("hidden").defined() || ctx.amx_condition("proj").defined();
+  if (k["block_rows"] > 0 && !amx) {
+    proj.block = ffn_block_t(proj, k);
+    proj.t_extent = hidden.t_extent = proj.block; // what each block's loops cover
+    at = Halide::LoopLevel(proj.out, row_block());
+  }
   Inputs::prepare(ctx, "hidden_x", target);
-  Inputs::ffn_hidden(ctx, hidden, target, hidden_knobs(k, Inputs::knobs()), in);
+  Inputs::ffn_hidden(ctx, hidden, target, hidden_knobs(k, Inputs::knobs()), in, at, proj.block.defined());
   Inputs::gemm(ctx, proj, target, k, in);
 }
 
