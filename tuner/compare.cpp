@@ -187,10 +187,13 @@ std::string table(const std::string& title, const std::vector<compare_row>& rows
                     r.note.c_str());
     } else {
       const bool blas = r.schedule == "blas" || r.schedule.starts_with("onednn"); // a peer: nothing of ours to verify
-      std::snprintf(line, sizeof line, "%-14s %-9s %10.4g %10.4g - %-10.4g %9.1f %8s %7.1f%% %8.2fx\n",
-                    r.schedule.c_str(), blas ? "n/a" : "yes", r.r.median_ms, r.r.min_ms, r.r.max_ms, r.r.gflops,
+      char vs_default[32] = "-"; // no default among the rows: nothing to compare with
+      if (base)
+        std::snprintf(vs_default, sizeof vs_default, "%.2fx", base->r.median_ms / r.r.median_ms);
+      std::snprintf(line, sizeof line, "%-14s %-9s %10.4g %10.4g - %-10.4g %9.1f %8s %7.1f%% %9s\n", r.schedule.c_str(),
+                    blas ? "n/a" : "yes", r.r.median_ms, r.r.min_ms, r.r.max_ms, r.r.gflops,
                     blas ? "-" : std::to_string(int(r.r.gbps)).c_str(), peak > 0 ? 100 * r.r.gflops / peak : 0.0,
-                    base ? base->r.median_ms / r.r.median_ms : 0.0);
+                    vs_default);
     }
     out += line;
   }

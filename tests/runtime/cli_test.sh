@@ -123,6 +123,8 @@ out=$("$bin" compare --kernel ffn_relu --shape d_model=512,d_ff=2048,t=7,batch=1
   --min-ms 1 --out "$tmp" 2>/dev/null) || fail "compare with onednn-fused"
 grep -q "\"source\": *\"oneDNN matmul f32 fused ([^)]*[a-z][^)]*) 7,2048,512,relu+hidden;7,512,2048,residual" \
   "$tmp"/*.json || fail "compare onednn-fused: no fused source in $(cat "$tmp"/*.json)"
+# without the default among the rows, "vs default" has nothing to compare with
+grep -qE "^onednn-fused +n/a .* -$" <<<"$out" || fail "compare without default: $out"
 rm -rf "$tmp"
 expect_error "unknown kernel" "$bin" tune --kernel nope --shape t=1 --budget 1s --db "$(mktemp -d)"
 expect_error "not a positive duration" "$bin" tune --kernel layernorm --shape t=1 --budget 0s --db "$(mktemp -d)"
