@@ -91,7 +91,9 @@ inline Halide::Func lowering::chunk_logits(const std::string& n, const chunk_key
   k_t(kk, c, d, h, b) = at.key(d, keys.clamped(kk, c), h, b);
   Halide::RDom rd(0, dk, n + "_rd");
   scores(kk, c, t, h, b) = 0.0f;
-  scores(kk, c, t, h, b) += at.q.f(rd, t, h, b) * k_t(kk, c, rd, h, b);
+  // Query rows past t read the last one: a schedule may compute whole tiles of
+  // queries, rounded up.
+  scores(kk, c, t, h, b) += at.q.f(rd, Halide::min(t, extent("t") - 1), h, b) * k_t(kk, c, rd, h, b);
   logits(kk, c, t, h, b) = Halide::select(keys.ok(kk, c), scores(kk, c, t, h, b) * scale, masked_logit);
   rdoms_[n + "_scores"] = rd;
   return logits;
