@@ -101,7 +101,7 @@ struct chunked_attention {
     s("logits").compute_at(out, to).hoist_storage(out, hb);
     for (const int q : heights())
       tiled(in(s("logits")), q)
-          .split(t, tq, t, q, TailStrategy::ShiftInwards)
+          .split(t, tq, t, q, TailStrategy::RoundUp) // not below the block: q's rows are clamped above
           .reorder(kk, t, tq, c)
           .vectorize(kk, lanes());
     s("scores").compute_at(s("logits"), tq);
@@ -198,6 +198,30 @@ struct chunked_attention {
   }
 };
 
+// Blocks of about q_block queries (whole rows' softmax; the per-chunk merge
+// takes a tile per block): as many as q_block needs, of equal height, a
+// multiple of q_tile unless the call has fewer queries than q_block, so that
+// the last block, shifted inwards, recomputes few queries (t 37, q_block 32:
+// two blocks of 20, not two of 32). Tiles inside a block are rounded up (the
+// lowering clamps q's rows). Where a head's keys and values fit in L1 (32
+// KiB, the smallest of the x86 and Arm cores seen) a block is one tile, as it
+// is without blocks: blocks gain nothing there and cost their recomputed
+// queries (t = tk = 37, batch 32: 1.73 -> 1.86 ms). The (condition, queries
+// per block) of out's branches, the first that holds taken.
+inline std::vector<std::pair<Halide::Expr, Halide::Expr>> query_blocks(const dsl::lowering& ctx, const knob_values& k) {
+  using Halide::Expr;
+  const int qt = k["q_tile"];
+  const Expr queries = ctx.extent("t");
+  std::vector<std::pair<Expr, Expr>> blocks;
+  if (k["softmax_lanes"] > 0 && k["q_block"] > qt) {
+    const Expr count = (queries + k["q_block"] - 1) / k["q_block"];
+    blocks.emplace_back(queries >= qt && ctx.extent("tk") * ctx.extent("d_k") * 8 > 32 * 1024,
+                        Halide::min(queries, ((queries + count - 1) / count + qt - 1) / qt * qt));
+  }
+  blocks.emplace_back(queries >= qt, qt);
+  return blocks;
+}
+
 inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::Target& target, const knob_values& k,
                       const bucket_scope& in) {
   using namespace Halide;
@@ -241,23 +265,7 @@ inline void attention(const dsl::lowering& ctx, Halide::Func out, const Halide::
     decode_queries(in(out), decode);
     attention_direct(ctx, out, vec, fixed_dk, target, k, in);
   }
-  // Blocks of about q_block queries (whole rows' softmax; the per-chunk merge
-  // takes a tile per block): as many as q_block needs, of equal height, a
-  // multiple of q_tile unless the call has fewer queries than q_block, so that
-  // the last block, shifted inwards, recomputes few queries (t 37, q_block 32:
-  // two blocks of 20, not two of 32). Tiles inside a block are rounded up (the
-  // lowering clamps q's rows). Where a head's keys and values fit in L1 (32
-  // KiB, the smallest of the x86 and Arm cores seen) a block is one tile, as it
-  // is without blocks: blocks gain nothing there and cost their recomputed
-  // queries (t = tk = 37, batch 32: 1.73 -> 1.86 ms).
-  const Expr queries = ctx.extent("t");
-  std::vector<std::pair<Expr, Expr>> blocks; // (condition, queries per block)
-  if (k["softmax_lanes"] > 0 && k["q_block"] > qt) {
-    const Expr count = (queries + k["q_block"] - 1) / k["q_block"];
-    blocks.emplace_back(queries >= qt && ctx.extent("tk") * ctx.extent("d_k") * 8 > 32 * 1024,
-                        min(queries, ((queries + count - 1) / count + qt - 1) / qt * qt));
-  }
-  blocks.emplace_back(queries >= qt, qt);
+  const auto blocks = query_blocks(ctx, k);
   for (const auto& [dk, dk_value] : fixed_dk)
     for (const auto& [condition, height] : blocks)
       in(out).specialize(dk && condition).split(t, to, ti, height, TailStrategy::ShiftInwards);
