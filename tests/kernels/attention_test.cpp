@@ -142,6 +142,10 @@ TEST_CASE("a decode step's several queries: a source's beams in cross-attention"
         check_attention(case_{64, 4, tk, heads, 3, false, 0, true}, random_lengths(3, tk), 1.0f, shared_rows);
   for (int d_k : {32, 20, 7})
     check_attention(case_{d_k, 5, 41, 2, 2, false, 0, true}, random_lengths(2, 41));
+  // The demo model's beam search (d_k 16, 4 heads, 4 beams, 5 source tokens): a
+  // schedule's tiles of the chunked stages once reached q's row -1 here.
+  for (bool shared_rows : {false, true})
+    check_attention(case_{16, 4, 5, 4, 2, false, 0, true}, {5, 3}, 1.0f, shared_rows);
   check_attention(case_{64, 2, 9, 2, 3, false, 0, true}, {0, 9, 1}); // a source with no keys: zeros
 }
 
